@@ -1,0 +1,1 @@
+//! Shared helpers for the integration suites (see the `tests/` folder).
