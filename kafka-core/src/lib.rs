@@ -7,6 +7,9 @@
 //! Modules:
 //! - [`protocol`]: generated codecs for every Kafka API key and version, the request and
 //!   response headers, the Kafka error-code table and the wire primitives.
+//! - [`record`]: record batches v2 (encode and decode), legacy message sets (decode),
+//!   control records and the gzip/snappy/lz4/zstd codecs with Kafka's framing.
 #![warn(missing_docs)]
 
 pub mod protocol;
+pub mod record;

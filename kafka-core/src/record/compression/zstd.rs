@@ -1,0 +1,35 @@
+//! zstd frames, as zstd-jni's `ZstdInputStream` reads them (one or more frames).
+
+use super::{read_bounded, Compression};
+use crate::record::RecordError;
+
+pub(super) fn decompress(input: &[u8], cap: usize, out: &mut Vec<u8>) -> Result<(), RecordError> {
+    // The frame's declared content size is never used to size the output.
+    let decoder =
+        zstd::stream::read::Decoder::with_buffer(input).map_err(|e| RecordError::Decompress {
+            codec: Compression::Zstd,
+            reason: e.to_string(),
+        })?;
+    read_bounded(
+        decoder,
+        Compression::Zstd,
+        input.len().saturating_mul(4),
+        cap,
+        out,
+    )
+}
+
+pub(super) fn compress(
+    input: &[u8],
+    level: Option<i32>,
+    out: &mut Vec<u8>,
+) -> Result<(), RecordError> {
+    let err = |e: std::io::Error| RecordError::Compress {
+        codec: Compression::Zstd,
+        reason: e.to_string(),
+    };
+    let mut enc = zstd::stream::write::Encoder::new(out, level.unwrap_or(3)).map_err(err)?;
+    std::io::Write::write_all(&mut enc, input).map_err(err)?;
+    enc.finish().map_err(err)?;
+    Ok(())
+}
