@@ -26,7 +26,7 @@ fn flexible_min(s: &Schema) -> String {
 fn message_impl(out: &mut String, module: &str, s: &Schema) {
     let _ = writeln!(
         out,
-        "impl Message for {module}::{name} {{\n    const NAME: &'static str = {name:?};\n    const VERSIONS: VersionRange = {};\n    const FLEXIBLE_MIN: Option<i16> = {};\n}}\n",
+        "impl Message for {module}::{name} {{\n    const NAME: &'static str = {name:?};\n    const VERSIONS: VersionRange = {};\n    const FLEXIBLE_MIN: Option<i16> = {};\n\n    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {{\n        &self.unknown_tagged_fields\n    }}\n}}\n",
         range(s.valid),
         flexible_min(s),
         name = s.name,
@@ -35,16 +35,21 @@ fn message_impl(out: &mut String, module: &str, s: &Schema) {
 
 pub(crate) fn index_source(modules: &[Module]) -> String {
     let mut out = String::from(HEADER);
-    out.push_str("//! Every message of the Kafka protocol, one module per API key (request and response\n");
+    out.push_str(
+        "//! Every message of the Kafka protocol, one module per API key (request and response\n",
+    );
     out.push_str("//! side by side), plus the request/response headers and the data schemas.\n\n");
     out.push_str("#![allow(clippy::all)]\n\n");
-    out.push_str("use super::{Message, Request, VersionRange};\n\n");
+    out.push_str("use super::{Message, RawTaggedField, Request, VersionRange};\n\n");
     for m in modules {
         let _ = writeln!(out, "pub mod {};", m.file.trim_end_matches(".rs"));
     }
     out.push('\n');
 
-    let mut apis: Vec<&Module> = modules.iter().filter(|m| m.request.is_some() && m.response.is_some()).collect();
+    let mut apis: Vec<&Module> = modules
+        .iter()
+        .filter(|m| m.request.is_some() && m.response.is_some())
+        .collect();
     apis.sort_by_key(|m| m.api_key);
 
     // ApiKey.
@@ -56,17 +61,26 @@ pub(crate) fn index_source(modules: &[Module]) -> String {
     }
     out.push_str("}\n\n");
     out.push_str("impl ApiKey {\n");
-    out.push_str("    /// Every API key, in key order.\n    pub const ALL: &'static [ApiKey] = &[\n");
+    out.push_str(
+        "    /// Every API key, in key order.\n    pub const ALL: &'static [ApiKey] = &[\n",
+    );
     for m in &apis {
         let _ = writeln!(out, "        ApiKey::{},", m.api);
     }
     out.push_str("    ];\n\n");
     let arms = |f: &dyn Fn(&Module) -> String| -> String {
-        apis.iter().map(|m| format!("            ApiKey::{} => {},\n", m.api, f(m))).collect()
+        apis.iter()
+            .map(|m| format!("            ApiKey::{} => {},\n", m.api, f(m)))
+            .collect()
     };
     out.push_str("    /// The key for a wire value, if this crate knows it.\n    pub fn from_i16(key: i16) -> Option<ApiKey> {\n        match key {\n");
     for m in &apis {
-        let _ = writeln!(out, "            {} => Some(ApiKey::{}),", m.api_key.expect("key"), m.api);
+        let _ = writeln!(
+            out,
+            "            {} => Some(ApiKey::{}),",
+            m.api_key.expect("key"),
+            m.api
+        );
     }
     out.push_str("            _ => None,\n        }\n    }\n\n");
     let _ = write!(

@@ -22,9 +22,10 @@ pub(crate) fn snake(name: &str) -> String {
         }
     }
     match out.as_str() {
-        "type" | "match" | "ref" | "self" | "mod" | "fn" | "use" | "where" | "move" | "loop" | "in"
-        | "as" | "box" | "impl" | "trait" | "struct" | "enum" | "const" | "static" | "crate"
-        | "super" | "async" | "await" | "dyn" | "yield" | "try" | "gen" | "final" | "macro" => out + "_",
+        "type" | "match" | "ref" | "self" | "mod" | "fn" | "use" | "where" | "move" | "loop"
+        | "in" | "as" | "box" | "impl" | "trait" | "struct" | "enum" | "const" | "static"
+        | "crate" | "super" | "async" | "await" | "dyn" | "yield" | "try" | "gen" | "final"
+        | "macro" => out + "_",
         _ => out,
     }
 }

@@ -40,7 +40,8 @@ impl Versions {
     /// A Rust boolean expression over `version` that is true inside `self`, simplified
     /// for versions that can occur (`valid`).
     pub(crate) fn cond(self, valid: Versions) -> String {
-        let (Versions::Range(vlo, vhi), Versions::Range(lo, hi)) = (valid, self.intersect(valid)) else {
+        let (Versions::Range(vlo, vhi), Versions::Range(lo, hi)) = (valid, self.intersect(valid))
+        else {
             return "false".into();
         };
         match (lo > vlo, hi < vhi) {
@@ -186,7 +187,9 @@ fn str_of<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
 
 fn parse_field(v: &Value) -> Field {
     let m = v.as_object().expect("field object");
-    let tagged = str_of(m, "taggedVersions").map(Versions::parse).unwrap_or(Versions::None);
+    let tagged = str_of(m, "taggedVersions")
+        .map(Versions::parse)
+        .unwrap_or(Versions::None);
     let versions = str_of(m, "versions").map(Versions::parse).unwrap_or(tagged);
     let default = m.get("default").map(|d| match d {
         Value::String(s) => s.clone(),
@@ -196,14 +199,19 @@ fn parse_field(v: &Value) -> Field {
         name: str_of(m, "name").expect("name").to_string(),
         ty: Type::parse(str_of(m, "type").expect("type")),
         versions,
-        nullable: str_of(m, "nullableVersions").map(Versions::parse).unwrap_or(Versions::None),
+        nullable: str_of(m, "nullableVersions")
+            .map(Versions::parse)
+            .unwrap_or(Versions::None),
         tag: m.get("tag").and_then(Value::as_u64).map(|t| t as u32),
         tagged,
         default,
         ignorable: m.get("ignorable").and_then(Value::as_bool).unwrap_or(false),
         flexible_override: str_of(m, "flexibleVersions").map(Versions::parse),
         map_key: m.get("mapKey").and_then(Value::as_bool).unwrap_or(false),
-        fields: m.get("fields").and_then(Value::as_array).map(|a| a.iter().map(parse_field).collect()),
+        fields: m
+            .get("fields")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(parse_field).collect()),
     }
 }
 
@@ -211,7 +219,9 @@ pub(crate) fn parse_schema(text: &str) -> Schema {
     let v: Value = serde_json::from_str(&strip_comments(text)).expect("schema JSON");
     let m = v.as_object().expect("schema object");
     let fields = |v: Option<&Value>| -> Vec<Field> {
-        v.and_then(Value::as_array).map(|a| a.iter().map(parse_field).collect()).unwrap_or_default()
+        v.and_then(Value::as_array)
+            .map(|a| a.iter().map(parse_field).collect())
+            .unwrap_or_default()
     };
     Schema {
         api_key: m.get("apiKey").and_then(Value::as_i64).map(|k| k as i16),
@@ -219,11 +229,18 @@ pub(crate) fn parse_schema(text: &str) -> Schema {
         name: str_of(m, "name").expect("name").to_string(),
         valid: Versions::parse(str_of(m, "validVersions").expect("validVersions")),
         flexible: Versions::parse(str_of(m, "flexibleVersions").unwrap_or("none")),
-        latest_unstable: m.get("latestVersionUnstable").and_then(Value::as_bool).unwrap_or(false),
+        latest_unstable: m
+            .get("latestVersionUnstable")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         listeners: m
             .get("listeners")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|l| l.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| l.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default(),
         fields: fields(m.get("fields")),
         common: m
@@ -232,7 +249,9 @@ pub(crate) fn parse_schema(text: &str) -> Schema {
             .map(|a| {
                 a.iter()
                     .map(|c| StructDef {
-                        name: str_of(c.as_object().expect("struct"), "name").expect("name").to_string(),
+                        name: str_of(c.as_object().expect("struct"), "name")
+                            .expect("name")
+                            .to_string(),
                         fields: fields(c.get("fields")),
                     })
                     .collect()
@@ -257,13 +276,19 @@ impl Schema {
                         _ => panic!("inline fields on a primitive {}", f.name),
                     };
                     if !out.iter().any(|s| s.name == name) {
-                        out.push(StructDef { name, fields: inner.clone() });
+                        out.push(StructDef {
+                            name,
+                            fields: inner.clone(),
+                        });
                     }
                     walk(inner, out);
                 }
             }
         }
-        let mut out = vec![StructDef { name: self.name.clone(), fields: self.fields.clone() }];
+        let mut out = vec![StructDef {
+            name: self.name.clone(),
+            fields: self.fields.clone(),
+        }];
         walk(&self.fields, &mut out);
         for c in &self.common {
             out.push(c.clone());

@@ -30,6 +30,7 @@ use bytes::Bytes;
 
 pub use error::{DecodeError, EncodeError};
 pub use error_codes::KafkaCode;
+pub use header::{peek_correlation_id, read_response, write_request};
 pub use messages::{visit_message, ApiKey, Direction, MessageVisitor};
 pub use types::{RawTaggedField, Uuid, VersionRange};
 use wire::{ByteCounter, Sink};
@@ -63,7 +64,9 @@ pub trait OracleExt {}
 impl<T> OracleExt for T {}
 
 /// A top-level protocol message (request, response, header or data schema).
-pub trait Message: Encodable + Decodable + Default + Clone + PartialEq + std::fmt::Debug + OracleExt {
+pub trait Message:
+    Encodable + Decodable + Default + Clone + PartialEq + std::fmt::Debug + OracleExt
+{
     /// The schema name, e.g. `ProduceRequest`.
     const NAME: &'static str;
     /// Every version of the schema.
@@ -71,19 +74,29 @@ pub trait Message: Encodable + Decodable + Default + Clone + PartialEq + std::fm
     /// The first flexible version (compact encodings and tagged fields), if any.
     const FLEXIBLE_MIN: Option<i16>;
 
+    /// Top-level tagged fields this crate does not know, as received.
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField];
+
     /// Encodes at `version` and appends to `buf`; refuses versions the schema lacks.
     fn encode_to(&self, buf: &mut Vec<u8>, version: i16) -> Result<(), EncodeError> {
         if !Self::VERSIONS.contains(version) {
-            return Err(EncodeError::UnsupportedVersion { message: Self::NAME, version });
+            return Err(EncodeError::UnsupportedVersion {
+                message: Self::NAME,
+                version,
+            });
         }
         let start = buf.len();
-        self.encode(buf, version).inspect_err(|_| buf.truncate(start))
+        self.encode(buf, version)
+            .inspect_err(|_| buf.truncate(start))
     }
 
     /// Decodes a whole message at `version`; trailing bytes are an error.
     fn decode_from(mut bytes: Bytes, version: i16) -> Result<Self, DecodeError> {
         if !Self::VERSIONS.contains(version) {
-            return Err(DecodeError::UnsupportedVersion { message: Self::NAME, version });
+            return Err(DecodeError::UnsupportedVersion {
+                message: Self::NAME,
+                version,
+            });
         }
         let value = Self::decode(&mut bytes, version)?;
         if !bytes.is_empty() {

@@ -32,7 +32,10 @@ pub struct SampleRng {
 impl SampleRng {
     /// A generator for `seed`; equal seeds give equal samples.
     pub fn new(seed: u64) -> Self {
-        SampleRng { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, depth: 0 }
+        SampleRng {
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            depth: 0,
+        }
     }
 
     /// The next 64 random bits.
@@ -98,7 +101,9 @@ impl SampleRng {
             7 => 60,
             _ => self.below(8) as usize,
         };
-        (0..n).map(|_| PARTS[self.below(PARTS.len() as u64) as usize]).collect()
+        (0..n)
+            .map(|_| PARTS[self.below(PARTS.len() as u64) as usize])
+            .collect()
     }
     pub(crate) fn bytes(&mut self) -> Bytes {
         let n = self.below(24) as usize;
@@ -107,17 +112,26 @@ impl SampleRng {
     /// An array length, shrinking with nesting so samples stay small.
     pub(crate) fn len(&mut self) -> usize {
         self.depth += 1;
-        let n = if self.depth > 40 { 0 } else { self.below(3) as usize };
-        n
+        if self.depth > 40 {
+            0
+        } else {
+            self.below(3) as usize
+        }
     }
     pub(crate) fn unknown_tags(&mut self) -> Vec<RawTaggedField> {
         if self.below(3) != 0 {
             return Vec::new();
         }
         let first = 1000 + self.below(50) as u32;
-        let mut tags = vec![RawTaggedField { tag: first, data: self.bytes() }];
+        let mut tags = vec![RawTaggedField {
+            tag: first,
+            data: self.bytes(),
+        }];
         if self.bool() {
-            tags.push(RawTaggedField { tag: first + 1 + self.below(1000) as u32, data: self.bytes() });
+            tags.push(RawTaggedField {
+                tag: first + 1 + self.below(1000) as u32,
+                data: self.bytes(),
+            });
         }
         tags
     }

@@ -93,7 +93,12 @@ pub(crate) fn put_uvarint<S: Sink>(s: &mut S, mut v: u32) {
 }
 
 /// Writes a length prefix: `int16`/`int32` in classic form, `uvarint(len + 1)` in compact.
-fn put_len_prefix<S: Sink>(s: &mut S, len: usize, compact: bool, classic_max: usize) -> Result<(), EncodeError> {
+fn put_len_prefix<S: Sink>(
+    s: &mut S,
+    len: usize,
+    compact: bool,
+    classic_max: usize,
+) -> Result<(), EncodeError> {
     if len > classic_max {
         return Err(EncodeError::TooLong { length: len });
     }
@@ -113,7 +118,11 @@ pub(crate) fn put_str<S: Sink>(s: &mut S, v: &str, compact: bool) -> Result<(), 
     Ok(())
 }
 
-pub(crate) fn put_opt_str<S: Sink>(s: &mut S, v: Option<&str>, compact: bool) -> Result<(), EncodeError> {
+pub(crate) fn put_opt_str<S: Sink>(
+    s: &mut S,
+    v: Option<&str>,
+    compact: bool,
+) -> Result<(), EncodeError> {
     match v {
         Some(v) => put_str(s, v, compact),
         None if compact => {
@@ -134,7 +143,11 @@ pub(crate) fn put_bytes<S: Sink>(s: &mut S, v: &[u8], compact: bool) -> Result<(
 }
 
 /// Writes an array count.
-pub(crate) fn put_array_len<S: Sink>(s: &mut S, len: usize, compact: bool) -> Result<(), EncodeError> {
+pub(crate) fn put_array_len<S: Sink>(
+    s: &mut S,
+    len: usize,
+    compact: bool,
+) -> Result<(), EncodeError> {
     put_len_prefix(s, len, compact, i32::MAX as usize - 1)
 }
 
@@ -149,8 +162,11 @@ pub(crate) fn put_null_len<S: Sink>(s: &mut S, compact: bool) {
 
 /// Writes the unknown tagged fields whose tag is below `below`, advancing the iterator,
 /// so that known and preserved unknown fields come out in ascending tag order.
-pub(crate) fn put_raw_tags_below<'a, S: Sink, I>(s: &mut S, raw: &mut std::iter::Peekable<I>, below: u32)
-where
+pub(crate) fn put_raw_tags_below<'a, S: Sink, I>(
+    s: &mut S,
+    raw: &mut std::iter::Peekable<I>,
+    below: u32,
+) where
     I: Iterator<Item = &'a RawTaggedField>,
 {
     while let Some(f) = raw.next_if(|f| f.tag < below) {
@@ -165,7 +181,10 @@ where
 #[inline]
 fn need(b: &Bytes, n: usize) -> Result<(), DecodeError> {
     if b.remaining() < n {
-        Err(DecodeError::Truncated { needed: n, remaining: b.remaining() })
+        Err(DecodeError::Truncated {
+            needed: n,
+            remaining: b.remaining(),
+        })
     } else {
         Ok(())
     }
@@ -244,7 +263,12 @@ pub(crate) fn take(b: &mut Bytes, n: usize) -> Result<Bytes, DecodeError> {
 }
 
 /// Reads a length prefix; `None` is the null marker. `int16` when `short`, else `int32`.
-fn get_len_prefix(b: &mut Bytes, compact: bool, short: bool, field: &'static str) -> Result<Option<usize>, DecodeError> {
+fn get_len_prefix(
+    b: &mut Bytes,
+    compact: bool,
+    short: bool,
+    field: &'static str,
+) -> Result<Option<usize>, DecodeError> {
     let len: i64 = if compact {
         i64::from(get_uvarint(b)?) - 1
     } else if short {
@@ -254,7 +278,9 @@ fn get_len_prefix(b: &mut Bytes, compact: bool, short: bool, field: &'static str
     };
     match len {
         -1 => Ok(None),
-        l if l < -1 || (short && l > i64::from(i16::MAX)) => Err(DecodeError::BadLength { field, length: l }),
+        l if l < -1 || (short && l > i64::from(i16::MAX)) => {
+            Err(DecodeError::BadLength { field, length: l })
+        }
         l => Ok(Some(l as usize)),
     }
 }
@@ -263,38 +289,66 @@ fn utf8(raw: Bytes, field: &'static str) -> Result<String, DecodeError> {
     String::from_utf8(raw.to_vec()).map_err(|_| DecodeError::InvalidUtf8 { field })
 }
 
-pub(crate) fn get_opt_str(b: &mut Bytes, compact: bool, field: &'static str) -> Result<Option<String>, DecodeError> {
+pub(crate) fn get_opt_str(
+    b: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<Option<String>, DecodeError> {
     match get_len_prefix(b, compact, true, field)? {
         None => Ok(None),
         Some(n) => Ok(Some(utf8(take(b, n)?, field)?)),
     }
 }
 
-pub(crate) fn get_str(b: &mut Bytes, compact: bool, field: &'static str) -> Result<String, DecodeError> {
+pub(crate) fn get_str(
+    b: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<String, DecodeError> {
     get_opt_str(b, compact, field)?.ok_or(DecodeError::UnexpectedNull { field })
 }
 
-pub(crate) fn get_opt_bytes(b: &mut Bytes, compact: bool, field: &'static str) -> Result<Option<Bytes>, DecodeError> {
+pub(crate) fn get_opt_bytes(
+    b: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<Option<Bytes>, DecodeError> {
     match get_len_prefix(b, compact, false, field)? {
         None => Ok(None),
         Some(n) => Ok(Some(take(b, n)?)),
     }
 }
 
-pub(crate) fn get_bytes(b: &mut Bytes, compact: bool, field: &'static str) -> Result<Bytes, DecodeError> {
+pub(crate) fn get_bytes(
+    b: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<Bytes, DecodeError> {
     get_opt_bytes(b, compact, field)?.ok_or(DecodeError::UnexpectedNull { field })
 }
 
 /// Reads an array count; `None` is null. A count larger than the remaining bytes is
 /// refused before anything is allocated (every element takes at least one byte).
-pub(crate) fn get_opt_array_len(b: &mut Bytes, compact: bool, field: &'static str) -> Result<Option<usize>, DecodeError> {
+pub(crate) fn get_opt_array_len(
+    b: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<Option<usize>, DecodeError> {
     match get_len_prefix(b, compact, false, field)? {
-        Some(n) if n > b.remaining() => Err(DecodeError::CountTooLarge { field, count: n as u64, remaining: b.remaining() }),
+        Some(n) if n > b.remaining() => Err(DecodeError::CountTooLarge {
+            field,
+            count: n as u64,
+            remaining: b.remaining(),
+        }),
         other => Ok(other),
     }
 }
 
-pub(crate) fn get_array_len(b: &mut Bytes, compact: bool, field: &'static str) -> Result<usize, DecodeError> {
+pub(crate) fn get_array_len(
+    b: &mut Bytes,
+    compact: bool,
+    field: &'static str,
+) -> Result<usize, DecodeError> {
     get_opt_array_len(b, compact, field)?.ok_or(DecodeError::UnexpectedNull { field })
 }
 
@@ -302,7 +356,11 @@ pub(crate) fn get_array_len(b: &mut Bytes, compact: bool, field: &'static str) -
 pub(crate) fn get_tag_count(b: &mut Bytes) -> Result<u32, DecodeError> {
     let n = get_uvarint(b)?;
     if n as usize > b.remaining() {
-        return Err(DecodeError::CountTooLarge { field: "tagged fields", count: u64::from(n), remaining: b.remaining() });
+        return Err(DecodeError::CountTooLarge {
+            field: "tagged fields",
+            count: u64::from(n),
+            remaining: b.remaining(),
+        });
     }
     Ok(n)
 }
@@ -315,9 +373,17 @@ pub(crate) fn get_tagged(b: &mut Bytes) -> Result<(u32, Bytes), DecodeError> {
 }
 
 /// Checks that a known tagged field's value used exactly its declared size.
-pub(crate) fn tagged_done(data: &Bytes, declared: usize, field: &'static str) -> Result<(), DecodeError> {
+pub(crate) fn tagged_done(
+    data: &Bytes,
+    declared: usize,
+    field: &'static str,
+) -> Result<(), DecodeError> {
     if data.has_remaining() {
-        Err(DecodeError::TaggedSizeMismatch { field, declared, used: declared - data.remaining() })
+        Err(DecodeError::TaggedSizeMismatch {
+            field,
+            declared,
+            used: declared - data.remaining(),
+        })
     } else {
         Ok(())
     }
@@ -339,13 +405,22 @@ mod tests {
         let mut overflow = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x10]);
         assert_eq!(get_uvarint(&mut overflow), Err(DecodeError::BadVarint));
         let mut short = Bytes::from_static(&[0x80]);
-        assert!(matches!(get_uvarint(&mut short), Err(DecodeError::Truncated { .. })));
+        assert!(matches!(
+            get_uvarint(&mut short),
+            Err(DecodeError::Truncated { .. })
+        ));
     }
 
     #[test]
     fn huge_array_count_is_refused_before_allocating() {
         let mut b = Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff, 0, 0]);
-        assert!(matches!(get_array_len(&mut b, false, "x"), Err(DecodeError::CountTooLarge { count: 2_147_483_647, .. })));
+        assert!(matches!(
+            get_array_len(&mut b, false, "x"),
+            Err(DecodeError::CountTooLarge {
+                count: 2_147_483_647,
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -359,11 +434,20 @@ mod tests {
         assert_eq!(get_opt_str(&mut b, true, "b").unwrap(), None);
         assert_eq!(get_str(&mut b, true, "c").unwrap(), "");
         let mut neg = Bytes::from_static(&[0xff, 0xfe]);
-        assert!(matches!(get_str(&mut neg, false, "d"), Err(DecodeError::BadLength { length: -2, .. })));
+        assert!(matches!(
+            get_str(&mut neg, false, "d"),
+            Err(DecodeError::BadLength { length: -2, .. })
+        ));
         let mut utf = Bytes::from_static(&[0, 1, 0xff]);
-        assert_eq!(get_str(&mut utf, false, "e"), Err(DecodeError::InvalidUtf8 { field: "e" }));
+        assert_eq!(
+            get_str(&mut utf, false, "e"),
+            Err(DecodeError::InvalidUtf8 { field: "e" })
+        );
         let mut null = Bytes::from_static(&[0xff, 0xff]);
-        assert_eq!(get_str(&mut null, false, "f"), Err(DecodeError::UnexpectedNull { field: "f" }));
+        assert_eq!(
+            get_str(&mut null, false, "f"),
+            Err(DecodeError::UnexpectedNull { field: "f" })
+        );
     }
 
     #[test]

@@ -151,11 +151,7 @@ impl RecordBatch {
                 base_timestamp: h.base_timestamp,
                 log_append_time: (h.attributes.timestamp_type == TimestampType::LogAppendTime)
                     .then_some(h.max_timestamp),
-                base_sequence: if h.producer_id >= 0 {
-                    h.base_sequence
-                } else {
-                    -1
-                },
+                base_sequence: h.base_sequence,
             },
         })
     }

@@ -112,6 +112,8 @@ pub enum RecordError {
 }
 
 impl RecordError {
+    #[cold]
+    #[inline(never)]
     pub(crate) fn truncated(what: &'static str, needed: usize, available: usize) -> Self {
         Self::Truncated {
             what,

@@ -10,6 +10,14 @@ use super::{compression, Batch, Batches, Compression, ControlRecord, DecodeOptio
 /// Decompression cap used by the fuzz entry points.
 pub const FUZZ_CAP: usize = 4 << 20;
 
+/// The `record_batch` fuzz target: the first byte picks the mode (low bit set: fix
+/// the CRCs first, see [`record_set`]), the rest is a record set.
+pub fn record_batch(data: &[u8]) {
+    if let Some((&mode, rest)) = data.split_first() {
+        record_set(rest, mode & 1 == 1);
+    }
+}
+
 /// Decodes `data` as a record set and touches every record; returns how many records
 /// decoded. With `fix_crc`, every v2 batch's CRC-32C and every legacy message's CRC-32
 /// is first rewritten to match, so mutations reach the decompressors and record

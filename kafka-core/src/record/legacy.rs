@@ -144,6 +144,12 @@ impl LegacyBatch {
         self.msg.timestamp_type()
     }
 
+    /// The entry's timestamp (the wrapper's for a compressed set; -1 in magic 0), which
+    /// Kafka reports as the batch's max timestamp.
+    pub fn timestamp(&self) -> i64 {
+        self.msg.timestamp
+    }
+
     /// Offset of the entry: for a wrapper, the offset of its last inner message.
     pub fn last_offset(&self) -> i64 {
         self.msg.offset

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::wire::{put_varint, put_varlong, varint_len, varlong_len, Reader};
+use super::wire::{varint_len, varlong_len, Reader};
 use super::RecordError;
 
 /// A decoded record. Key, value and headers are slices of the batch's (decompressed)
@@ -139,6 +139,7 @@ pub(crate) struct RecordContext {
 }
 
 /// Decodes the record at `*pos` in `data` (a records section) and advances `*pos`.
+#[inline]
 pub(crate) fn decode_record(
     data: &Bytes,
     pos: &mut usize,
@@ -248,6 +249,58 @@ fn len_field(len: Option<usize>) -> Result<i32, RecordError> {
     }
 }
 
+/// Stages the small varint fields of a record on the stack and appends them to the
+/// output together with the next raw slice, so each record costs a few copies rather
+/// than one push per byte.
+struct Staged<'o> {
+    out: &'o mut Vec<u8>,
+    buf: [u8; 64],
+    n: usize,
+}
+
+impl Staged<'_> {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        if self.n == self.buf.len() {
+            self.flush();
+        }
+        self.buf[self.n] = b;
+        self.n += 1;
+    }
+
+    #[inline]
+    fn varint(&mut self, v: i32) {
+        let mut z = ((v << 1) ^ (v >> 31)) as u32;
+        while z >= 0x80 {
+            self.byte((z as u8 & 0x7F) | 0x80);
+            z >>= 7;
+        }
+        self.byte(z as u8);
+    }
+
+    #[inline]
+    fn varlong(&mut self, v: i64) {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        while z >= 0x80 {
+            self.byte((z as u8 & 0x7F) | 0x80);
+            z >>= 7;
+        }
+        self.byte(z as u8);
+    }
+
+    #[inline]
+    fn flush(&mut self) {
+        self.out.extend_from_slice(&self.buf[..self.n]);
+        self.n = 0;
+    }
+
+    #[inline]
+    fn raw(&mut self, b: &[u8]) {
+        self.flush();
+        self.out.extend_from_slice(b);
+    }
+}
+
 /// Appends one record (length prefix included).
 #[inline]
 pub(crate) fn encode_record(
@@ -275,29 +328,35 @@ pub(crate) fn encode_record(
     }
     let body = i32::try_from(body).map_err(|_| RecordError::Unencodable("record over i32::MAX"))?;
     out.reserve(varint_len(body) + body as usize);
-    put_varint(out, body);
-    out.push(0);
-    put_varlong(out, timestamp_delta);
-    put_varint(out, offset_delta);
-    put_varint(out, key_len);
+    let mut w = Staged {
+        out,
+        buf: [0; 64],
+        n: 0,
+    };
+    w.varint(body);
+    w.byte(0);
+    w.varlong(timestamp_delta);
+    w.varint(offset_delta);
+    w.varint(key_len);
     if let Some(k) = rec.key {
-        out.extend_from_slice(k);
+        w.raw(k);
     }
-    put_varint(out, value_len);
+    w.varint(value_len);
     if let Some(v) = rec.value {
-        out.extend_from_slice(v);
+        w.raw(v);
     }
-    put_varint(out, header_count);
+    w.varint(header_count);
     for h in rec.headers {
-        put_varint(out, h.key.len() as i32);
-        out.extend_from_slice(h.key.as_bytes());
+        w.varint(h.key.len() as i32);
+        w.raw(h.key.as_bytes());
         match h.value {
-            None => put_varint(out, -1),
+            None => w.varint(-1),
             Some(v) => {
-                put_varint(out, v.len() as i32);
-                out.extend_from_slice(v);
+                w.varint(v.len() as i32);
+                w.raw(v);
             }
         }
     }
+    w.flush();
     Ok(())
 }

@@ -85,6 +85,7 @@ fn round_trip_every_codec_and_flag() {
                     producer_id: pid,
                     producer_epoch: if pid < 0 { -1 } else { 3 },
                     base_sequence: if pid < 0 { -1 } else { i32::MAX - 1 },
+
                     ..BatchOptions::default()
                 };
                 let bytes = Bytes::from(encode_sample(&opts));

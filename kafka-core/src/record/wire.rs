@@ -127,7 +127,7 @@ pub(crate) fn varlong_len(v: i64) -> usize {
 }
 
 /// Appends the zig-zag varint encoding of `v`.
-#[inline]
+#[cfg(test)]
 pub(crate) fn put_varint(out: &mut Vec<u8>, v: i32) {
     let mut z = ((v << 1) ^ (v >> 31)) as u32;
     if z < 0x80 {
@@ -142,7 +142,7 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, v: i32) {
 }
 
 /// Appends the zig-zag varlong encoding of `v`.
-#[inline]
+#[cfg(test)]
 pub(crate) fn put_varlong(out: &mut Vec<u8>, v: i64) {
     let mut z = ((v << 1) ^ (v >> 63)) as u64;
     while z >= 0x80 {

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `AddPartitionsToTxnRequest`, versions 0-5, flexible in 3-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -50,23 +50,67 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 4 { wire::put_array_len(s, (&self.transactions).len(), flexible)?; for e in (&self.transactions).iter() { (e).encode(s, version)?; } }
-            if !(version >= 4) && !self.transactions.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Transactions", version }); }
-            if version <= 3 { wire::put_str(s, &self.v3_and_below_transactional_id, flexible)?; }
-            if !(version <= 3) && !self.v3_and_below_transactional_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "V3AndBelowTransactionalId", version }); }
-            if version <= 3 { wire::put_i64(s, *&self.v3_and_below_producer_id); }
-            if !(version <= 3) && self.v3_and_below_producer_id != 0i64 { return Err(EncodeError::FieldNotInVersion { field: "V3AndBelowProducerId", version }); }
-            if version <= 3 { wire::put_i16(s, *&self.v3_and_below_producer_epoch); }
-            if !(version <= 3) && self.v3_and_below_producer_epoch != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "V3AndBelowProducerEpoch", version }); }
-            if version <= 3 { wire::put_array_len(s, (&self.v3_and_below_topics).len(), flexible)?; for e in (&self.v3_and_below_topics).iter() { (e).encode(s, version)?; } }
-            if !(version <= 3) && !self.v3_and_below_topics.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "V3AndBelowTopics", version }); }
+            if version >= 4 {
+                wire::put_array_len(s, (&self.transactions).len(), flexible)?;
+                for e in (&self.transactions).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 4) && !self.transactions.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Transactions",
+                    version,
+                });
+            }
+            if version <= 3 {
+                wire::put_str(s, &self.v3_and_below_transactional_id, flexible)?;
+            }
+            if !(version <= 3) && !self.v3_and_below_transactional_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "V3AndBelowTransactionalId",
+                    version,
+                });
+            }
+            if version <= 3 {
+                wire::put_i64(s, *&self.v3_and_below_producer_id);
+            }
+            if !(version <= 3) && self.v3_and_below_producer_id != 0i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "V3AndBelowProducerId",
+                    version,
+                });
+            }
+            if version <= 3 {
+                wire::put_i16(s, *&self.v3_and_below_producer_epoch);
+            }
+            if !(version <= 3) && self.v3_and_below_producer_epoch != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "V3AndBelowProducerEpoch",
+                    version,
+                });
+            }
+            if version <= 3 {
+                wire::put_array_len(s, (&self.v3_and_below_topics).len(), flexible)?;
+                for e in (&self.v3_and_below_topics).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version <= 3) && !self.v3_and_below_topics.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "V3AndBelowTopics",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -77,16 +121,43 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 4 { this.transactions = { let n = wire::get_array_len(b, flexible, "Transactions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AddPartitionsToTxnTransaction::decode(b, version)?); } v }; }
-            if version <= 3 { this.v3_and_below_transactional_id = wire::get_str(b, flexible, "V3AndBelowTransactionalId")?; }
-            if version <= 3 { this.v3_and_below_producer_id = wire::get_i64(b)?; }
-            if version <= 3 { this.v3_and_below_producer_epoch = wire::get_i16(b)?; }
-            if version <= 3 { this.v3_and_below_topics = { let n = wire::get_array_len(b, flexible, "V3AndBelowTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AddPartitionsToTxnTopic::decode(b, version)?); } v }; }
+            if version >= 4 {
+                this.transactions = {
+                    let n = wire::get_array_len(b, flexible, "Transactions")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(AddPartitionsToTxnTransaction::decode(b, version)?);
+                    }
+                    v
+                };
+            }
+            if version <= 3 {
+                this.v3_and_below_transactional_id =
+                    wire::get_str(b, flexible, "V3AndBelowTransactionalId")?;
+            }
+            if version <= 3 {
+                this.v3_and_below_producer_id = wire::get_i64(b)?;
+            }
+            if version <= 3 {
+                this.v3_and_below_producer_epoch = wire::get_i16(b)?;
+            }
+            if version <= 3 {
+                this.v3_and_below_topics = {
+                    let n = wire::get_array_len(b, flexible, "V3AndBelowTopics")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(AddPartitionsToTxnTopic::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -99,23 +170,80 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 4 { m.insert("transactions".into(), Value::Array((&self.transactions).iter().map(|e| (e).to_json(version)).collect())); }
-            if version <= 3 { m.insert("v3AndBelowTransactionalId".into(), Value::String((&self.v3_and_below_transactional_id).to_string())); }
-            if version <= 3 { m.insert("v3AndBelowProducerId".into(), Value::from(*&self.v3_and_below_producer_id)); }
-            if version <= 3 { m.insert("v3AndBelowProducerEpoch".into(), Value::from(*&self.v3_and_below_producer_epoch)); }
-            if version <= 3 { m.insert("v3AndBelowTopics".into(), Value::Array((&self.v3_and_below_topics).iter().map(|e| (e).to_json(version)).collect())); }
+            if version >= 4 {
+                m.insert(
+                    "transactions".into(),
+                    Value::Array(
+                        (&self.transactions)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if version <= 3 {
+                m.insert(
+                    "v3AndBelowTransactionalId".into(),
+                    Value::String((&self.v3_and_below_transactional_id).to_string()),
+                );
+            }
+            if version <= 3 {
+                m.insert(
+                    "v3AndBelowProducerId".into(),
+                    Value::from(*&self.v3_and_below_producer_id),
+                );
+            }
+            if version <= 3 {
+                m.insert(
+                    "v3AndBelowProducerEpoch".into(),
+                    Value::from(*&self.v3_and_below_producer_epoch),
+                );
+            }
+            if version <= 3 {
+                m.insert(
+                    "v3AndBelowTopics".into(),
+                    Value::Array(
+                        (&self.v3_and_below_topics)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 4 { this.transactions = { let n = r.len(); (0..n).map(|_| AddPartitionsToTxnTransaction::sample(r, version)).collect() }; }
-            if version <= 3 { this.v3_and_below_transactional_id = r.string(); }
-            if version <= 3 { this.v3_and_below_producer_id = r.i64(); }
-            if version <= 3 { this.v3_and_below_producer_epoch = r.i16(); }
-            if version <= 3 { this.v3_and_below_topics = { let n = r.len(); (0..n).map(|_| AddPartitionsToTxnTopic::sample(r, version)).collect() }; }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.transactions = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| AddPartitionsToTxnTransaction::sample(r, version))
+                        .collect()
+                };
+            }
+            if version <= 3 {
+                this.v3_and_below_transactional_id = r.string();
+            }
+            if version <= 3 {
+                this.v3_and_below_producer_id = r.i64();
+            }
+            if version <= 3 {
+                this.v3_and_below_producer_epoch = r.i16();
+            }
+            if version <= 3 {
+                this.v3_and_below_topics = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| AddPartitionsToTxnTopic::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -154,23 +282,64 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 4 { wire::put_str(s, &self.transactional_id, flexible)?; }
-            if !(version >= 4) && !self.transactional_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "TransactionalId", version }); }
-            if version >= 4 { wire::put_i64(s, *&self.producer_id); }
-            if !(version >= 4) && self.producer_id != 0i64 { return Err(EncodeError::FieldNotInVersion { field: "ProducerId", version }); }
-            if version >= 4 { wire::put_i16(s, *&self.producer_epoch); }
-            if !(version >= 4) && self.producer_epoch != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "ProducerEpoch", version }); }
-            if version >= 4 { wire::put_bool(s, *&self.verify_only); }
-            if !(version >= 4) && self.verify_only != false { return Err(EncodeError::FieldNotInVersion { field: "VerifyOnly", version }); }
-            if version >= 4 { wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; } }
-            if !(version >= 4) && !self.topics.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Topics", version }); }
+            if version >= 4 {
+                wire::put_str(s, &self.transactional_id, flexible)?;
+            }
+            if !(version >= 4) && !self.transactional_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TransactionalId",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_i64(s, *&self.producer_id);
+            }
+            if !(version >= 4) && self.producer_id != 0i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ProducerId",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_i16(s, *&self.producer_epoch);
+            }
+            if !(version >= 4) && self.producer_epoch != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ProducerEpoch",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_bool(s, *&self.verify_only);
+            }
+            if !(version >= 4) && self.verify_only != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "VerifyOnly",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_array_len(s, (&self.topics).len(), flexible)?;
+                for e in (&self.topics).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 4) && !self.topics.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Topics",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -181,16 +350,35 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 4 { this.transactional_id = wire::get_str(b, flexible, "TransactionalId")?; }
-            if version >= 4 { this.producer_id = wire::get_i64(b)?; }
-            if version >= 4 { this.producer_epoch = wire::get_i16(b)?; }
-            if version >= 4 { this.verify_only = wire::get_bool(b)?; }
-            if version >= 4 { this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AddPartitionsToTxnTopic::decode(b, version)?); } v }; }
+            if version >= 4 {
+                this.transactional_id = wire::get_str(b, flexible, "TransactionalId")?;
+            }
+            if version >= 4 {
+                this.producer_id = wire::get_i64(b)?;
+            }
+            if version >= 4 {
+                this.producer_epoch = wire::get_i16(b)?;
+            }
+            if version >= 4 {
+                this.verify_only = wire::get_bool(b)?;
+            }
+            if version >= 4 {
+                this.topics = {
+                    let n = wire::get_array_len(b, flexible, "Topics")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(AddPartitionsToTxnTopic::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -203,23 +391,61 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 4 { m.insert("transactionalId".into(), Value::String((&self.transactional_id).to_string())); }
-            if version >= 4 { m.insert("producerId".into(), Value::from(*&self.producer_id)); }
-            if version >= 4 { m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch)); }
-            if version >= 4 { m.insert("verifyOnly".into(), Value::from(*&self.verify_only)); }
-            if version >= 4 { m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect())); }
+            if version >= 4 {
+                m.insert(
+                    "transactionalId".into(),
+                    Value::String((&self.transactional_id).to_string()),
+                );
+            }
+            if version >= 4 {
+                m.insert("producerId".into(), Value::from(*&self.producer_id));
+            }
+            if version >= 4 {
+                m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch));
+            }
+            if version >= 4 {
+                m.insert("verifyOnly".into(), Value::from(*&self.verify_only));
+            }
+            if version >= 4 {
+                m.insert(
+                    "topics".into(),
+                    Value::Array(
+                        (&self.topics)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 4 { this.transactional_id = r.string(); }
-            if version >= 4 { this.producer_id = r.i64(); }
-            if version >= 4 { this.producer_epoch = r.i16(); }
-            if version >= 4 { this.verify_only = r.bool(); }
-            if version >= 4 { this.topics = { let n = r.len(); (0..n).map(|_| AddPartitionsToTxnTopic::sample(r, version)).collect() }; }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.transactional_id = r.string();
+            }
+            if version >= 4 {
+                this.producer_id = r.i64();
+            }
+            if version >= 4 {
+                this.producer_epoch = r.i16();
+            }
+            if version >= 4 {
+                this.verify_only = r.bool();
+            }
+            if version >= 4 {
+                this.topics = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| AddPartitionsToTxnTopic::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -250,14 +476,20 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -269,12 +501,21 @@ pub mod request {
             let flexible = version >= 3;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -288,7 +529,10 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -296,12 +540,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `AddPartitionsToTxnResponse`.
@@ -311,10 +559,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `AddPartitionsToTxnResponse`, versions 0-5, flexible in 3-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -348,18 +596,43 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
             wire::put_i32(s, *&self.throttle_time_ms);
-            if version >= 4 { wire::put_i16(s, *&self.error_code); }
-            if version >= 4 { wire::put_array_len(s, (&self.results_by_transaction).len(), flexible)?; for e in (&self.results_by_transaction).iter() { (e).encode(s, version)?; } }
-            if !(version >= 4) && !self.results_by_transaction.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "ResultsByTransaction", version }); }
-            if version <= 3 { wire::put_array_len(s, (&self.results_by_topic_v3_and_below).len(), flexible)?; for e in (&self.results_by_topic_v3_and_below).iter() { (e).encode(s, version)?; } }
-            if !(version <= 3) && !self.results_by_topic_v3_and_below.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "ResultsByTopicV3AndBelow", version }); }
+            if version >= 4 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if version >= 4 {
+                wire::put_array_len(s, (&self.results_by_transaction).len(), flexible)?;
+                for e in (&self.results_by_transaction).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 4) && !self.results_by_transaction.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ResultsByTransaction",
+                    version,
+                });
+            }
+            if version <= 3 {
+                wire::put_array_len(s, (&self.results_by_topic_v3_and_below).len(), flexible)?;
+                for e in (&self.results_by_topic_v3_and_below).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version <= 3) && !self.results_by_topic_v3_and_below.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ResultsByTopicV3AndBelow",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -371,14 +644,36 @@ pub mod response {
             let flexible = version >= 3;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            if version >= 4 { this.error_code = wire::get_i16(b)?; }
-            if version >= 4 { this.results_by_transaction = { let n = wire::get_array_len(b, flexible, "ResultsByTransaction")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AddPartitionsToTxnResult::decode(b, version)?); } v }; }
-            if version <= 3 { this.results_by_topic_v3_and_below = { let n = wire::get_array_len(b, flexible, "ResultsByTopicV3AndBelow")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AddPartitionsToTxnTopicResult::decode(b, version)?); } v }; }
+            if version >= 4 {
+                this.error_code = wire::get_i16(b)?;
+            }
+            if version >= 4 {
+                this.results_by_transaction = {
+                    let n = wire::get_array_len(b, flexible, "ResultsByTransaction")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(AddPartitionsToTxnResult::decode(b, version)?);
+                    }
+                    v
+                };
+            }
+            if version <= 3 {
+                this.results_by_topic_v3_and_below = {
+                    let n = wire::get_array_len(b, flexible, "ResultsByTopicV3AndBelow")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(AddPartitionsToTxnTopicResult::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -391,10 +686,35 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            if version >= 4 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
-            if version >= 4 { m.insert("resultsByTransaction".into(), Value::Array((&self.results_by_transaction).iter().map(|e| (e).to_json(version)).collect())); }
-            if version <= 3 { m.insert("resultsByTopicV3AndBelow".into(), Value::Array((&self.results_by_topic_v3_and_below).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            if version >= 4 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
+            if version >= 4 {
+                m.insert(
+                    "resultsByTransaction".into(),
+                    Value::Array(
+                        (&self.results_by_transaction)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if version <= 3 {
+                m.insert(
+                    "resultsByTopicV3AndBelow".into(),
+                    Value::Array(
+                        (&self.results_by_topic_v3_and_below)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -402,10 +722,28 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            if version >= 4 { this.error_code = r.i16(); }
-            if version >= 4 { this.results_by_transaction = { let n = r.len(); (0..n).map(|_| AddPartitionsToTxnResult::sample(r, version)).collect() }; }
-            if version <= 3 { this.results_by_topic_v3_and_below = { let n = r.len(); (0..n).map(|_| AddPartitionsToTxnTopicResult::sample(r, version)).collect() }; }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.error_code = r.i16();
+            }
+            if version >= 4 {
+                this.results_by_transaction = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| AddPartitionsToTxnResult::sample(r, version))
+                        .collect()
+                };
+            }
+            if version <= 3 {
+                this.results_by_topic_v3_and_below = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| AddPartitionsToTxnTopicResult::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -435,17 +773,37 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 4 { wire::put_str(s, &self.transactional_id, flexible)?; }
-            if !(version >= 4) && !self.transactional_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "TransactionalId", version }); }
-            if version >= 4 { wire::put_array_len(s, (&self.topic_results).len(), flexible)?; for e in (&self.topic_results).iter() { (e).encode(s, version)?; } }
-            if !(version >= 4) && !self.topic_results.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "TopicResults", version }); }
+            if version >= 4 {
+                wire::put_str(s, &self.transactional_id, flexible)?;
+            }
+            if !(version >= 4) && !self.transactional_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TransactionalId",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_array_len(s, (&self.topic_results).len(), flexible)?;
+                for e in (&self.topic_results).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 4) && !self.topic_results.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TopicResults",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -456,13 +814,26 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 4 { this.transactional_id = wire::get_str(b, flexible, "TransactionalId")?; }
-            if version >= 4 { this.topic_results = { let n = wire::get_array_len(b, flexible, "TopicResults")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AddPartitionsToTxnTopicResult::decode(b, version)?); } v }; }
+            if version >= 4 {
+                this.transactional_id = wire::get_str(b, flexible, "TransactionalId")?;
+            }
+            if version >= 4 {
+                this.topic_results = {
+                    let n = wire::get_array_len(b, flexible, "TopicResults")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(AddPartitionsToTxnTopicResult::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -475,17 +846,43 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 4 { m.insert("transactionalId".into(), Value::String((&self.transactional_id).to_string())); }
-            if version >= 4 { m.insert("topicResults".into(), Value::Array((&self.topic_results).iter().map(|e| (e).to_json(version)).collect())); }
+            if version >= 4 {
+                m.insert(
+                    "transactionalId".into(),
+                    Value::String((&self.transactional_id).to_string()),
+                );
+            }
+            if version >= 4 {
+                m.insert(
+                    "topicResults".into(),
+                    Value::Array(
+                        (&self.topic_results)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 4 { this.transactional_id = r.string(); }
-            if version >= 4 { this.topic_results = { let n = r.len(); (0..n).map(|_| AddPartitionsToTxnTopicResult::sample(r, version)).collect() }; }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.transactional_id = r.string();
+            }
+            if version >= 4 {
+                this.topic_results = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| AddPartitionsToTxnTopicResult::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -516,14 +913,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.results_by_partition).len(), flexible)?; for e in (&self.results_by_partition).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.results_by_partition).len(), flexible)?;
+            for e in (&self.results_by_partition).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -535,12 +938,21 @@ pub mod response {
             let flexible = version >= 3;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.results_by_partition = { let n = wire::get_array_len(b, flexible, "ResultsByPartition")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AddPartitionsToTxnPartitionResult::decode(b, version)?); } v };
+            this.results_by_partition = {
+                let n = wire::get_array_len(b, flexible, "ResultsByPartition")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(AddPartitionsToTxnPartitionResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -554,7 +966,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("resultsByPartition".into(), Value::Array((&self.results_by_partition).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "resultsByPartition".into(),
+                Value::Array(
+                    (&self.results_by_partition)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -562,8 +982,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.results_by_partition = { let n = r.len(); (0..n).map(|_| AddPartitionsToTxnPartitionResult::sample(r, version)).collect() };
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.results_by_partition = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| AddPartitionsToTxnPartitionResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -601,7 +1028,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -618,7 +1048,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -632,7 +1064,10 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
-            m.insert("partitionErrorCode".into(), Value::from(*&self.partition_error_code));
+            m.insert(
+                "partitionErrorCode".into(),
+                Value::from(*&self.partition_error_code),
+            );
             Value::Object(m)
         }
 
@@ -641,9 +1076,10 @@ pub mod response {
             let mut this = Self::default();
             this.partition_index = r.i32();
             this.partition_error_code = r.i16();
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `AddRaftVoterRequest`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -53,13 +53,30 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.cluster_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.timeout_ms);
             wire::put_i32(s, *&self.voter_id);
             wire::put_uuid(s, &self.voter_directory_id);
-            wire::put_array_len(s, (&self.listeners).len(), flexible)?; for e in (&self.listeners).iter() { (e).encode(s, version)?; }
-            if version >= 1 { wire::put_bool(s, *&self.ack_when_committed); }
-            if !(version >= 1) && self.ack_when_committed != true { return Err(EncodeError::FieldNotInVersion { field: "AckWhenCommitted", version }); }
+            wire::put_array_len(s, (&self.listeners).len(), flexible)?;
+            for e in (&self.listeners).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 1 {
+                wire::put_bool(s, *&self.ack_when_committed);
+            }
+            if !(version >= 1) && self.ack_when_committed != true {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "AckWhenCommitted",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -79,13 +96,24 @@ pub mod request {
             this.timeout_ms = wire::get_i32(b)?;
             this.voter_id = wire::get_i32(b)?;
             this.voter_directory_id = wire::get_uuid(b)?;
-            this.listeners = { let n = wire::get_array_len(b, flexible, "Listeners")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Listener::decode(b, version)?); } v };
-            if version >= 1 { this.ack_when_committed = wire::get_bool(b)?; }
+            this.listeners = {
+                let n = wire::get_array_len(b, flexible, "Listeners")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Listener::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 1 {
+                this.ack_when_committed = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -98,25 +126,58 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("clusterId".into(), match &self.cluster_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "clusterId".into(),
+                match &self.cluster_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms));
             m.insert("voterId".into(), Value::from(*&self.voter_id));
-            m.insert("voterDirectoryId".into(), Value::String((&self.voter_directory_id).to_string()));
-            m.insert("listeners".into(), Value::Array((&self.listeners).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("ackWhenCommitted".into(), Value::from(*&self.ack_when_committed)); }
+            m.insert(
+                "voterDirectoryId".into(),
+                Value::String((&self.voter_directory_id).to_string()),
+            );
+            m.insert(
+                "listeners".into(),
+                Value::Array(
+                    (&self.listeners)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 1 {
+                m.insert(
+                    "ackWhenCommitted".into(),
+                    Value::from(*&self.ack_when_committed),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.cluster_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.cluster_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.timeout_ms = r.i32();
             this.voter_id = r.i32();
             this.voter_directory_id = r.uuid();
-            this.listeners = { let n = r.len(); (0..n).map(|_| Listener::sample(r, version)).collect() };
-            if version >= 1 { this.ack_when_committed = r.bool(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.listeners = {
+                let n = r.len();
+                (0..n).map(|_| Listener::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.ack_when_committed = r.bool();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -174,7 +235,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -199,11 +262,12 @@ pub mod request {
             this.name = r.string();
             this.host = r.string();
             this.port = r.u16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `AddRaftVoterResponse`.
@@ -213,10 +277,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `AddRaftVoterResponse`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -248,7 +312,14 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -271,7 +342,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -284,9 +357,18 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -295,10 +377,15 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

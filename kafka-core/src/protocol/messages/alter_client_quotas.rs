@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `AlterClientQuotasRequest`, versions 0-1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +41,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            wire::put_array_len(s, (&self.entries).len(), flexible)?; for e in (&self.entries).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.entries).len(), flexible)?;
+            for e in (&self.entries).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_bool(s, *&self.validate_only);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -49,7 +52,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -60,13 +66,22 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 1;
             let mut this = Self::default();
-            this.entries = { let n = wire::get_array_len(b, flexible, "Entries")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(EntryData::decode(b, version)?); } v };
+            this.entries = {
+                let n = wire::get_array_len(b, flexible, "Entries")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(EntryData::decode(b, version)?);
+                }
+                v
+            };
             this.validate_only = wire::get_bool(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -79,7 +94,15 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("entries".into(), Value::Array((&self.entries).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "entries".into(),
+                Value::Array(
+                    (&self.entries)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             m.insert("validateOnly".into(), Value::from(*&self.validate_only));
             Value::Object(m)
         }
@@ -87,9 +110,14 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.entries = { let n = r.len(); (0..n).map(|_| EntryData::sample(r, version)).collect() };
+            this.entries = {
+                let n = r.len();
+                (0..n).map(|_| EntryData::sample(r, version)).collect()
+            };
             this.validate_only = r.bool();
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -119,15 +147,24 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            wire::put_array_len(s, (&self.entity).len(), flexible)?; for e in (&self.entity).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.ops).len(), flexible)?; for e in (&self.ops).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.entity).len(), flexible)?;
+            for e in (&self.entity).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.ops).len(), flexible)?;
+            for e in (&self.ops).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -138,13 +175,29 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 1;
             let mut this = Self::default();
-            this.entity = { let n = wire::get_array_len(b, flexible, "Entity")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(EntityData::decode(b, version)?); } v };
-            this.ops = { let n = wire::get_array_len(b, flexible, "Ops")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OpData::decode(b, version)?); } v };
+            this.entity = {
+                let n = wire::get_array_len(b, flexible, "Entity")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(EntityData::decode(b, version)?);
+                }
+                v
+            };
+            this.ops = {
+                let n = wire::get_array_len(b, flexible, "Ops")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OpData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -157,17 +210,36 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("entity".into(), Value::Array((&self.entity).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("ops".into(), Value::Array((&self.ops).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "entity".into(),
+                Value::Array(
+                    (&self.entity)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "ops".into(),
+                Value::Array((&self.ops).iter().map(|e| (e).to_json(version)).collect()),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.entity = { let n = r.len(); (0..n).map(|_| EntityData::sample(r, version)).collect() };
-            this.ops = { let n = r.len(); (0..n).map(|_| OpData::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.entity = {
+                let n = r.len();
+                (0..n).map(|_| EntityData::sample(r, version)).collect()
+            };
+            this.ops = {
+                let n = r.len();
+                (0..n).map(|_| OpData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -198,14 +270,24 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_str(s, &self.entity_type, flexible)?;
-            match &self.entity_name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.entity_name {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -222,7 +304,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -235,8 +319,17 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("entityType".into(), Value::String((&self.entity_type).to_string()));
-            m.insert("entityName".into(), match &self.entity_name { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "entityType".into(),
+                Value::String((&self.entity_type).to_string()),
+            );
+            m.insert(
+                "entityName".into(),
+                match &self.entity_name {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -244,8 +337,14 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.entity_type = r.string();
-            this.entity_name = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.entity_name = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -287,7 +386,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -305,7 +407,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -330,11 +434,12 @@ pub mod request {
             this.key = r.string();
             this.value = r.f64();
             this.remove = r.bool();
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `AlterClientQuotasResponse`.
@@ -344,10 +449,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `AlterClientQuotasResponse`, versions 0-1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -375,14 +480,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.entries).len(), flexible)?; for e in (&self.entries).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.entries).len(), flexible)?;
+            for e in (&self.entries).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -394,12 +505,21 @@ pub mod response {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.entries = { let n = wire::get_array_len(b, flexible, "Entries")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(EntryData::decode(b, version)?); } v };
+            this.entries = {
+                let n = wire::get_array_len(b, flexible, "Entries")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(EntryData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -412,8 +532,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("entries".into(), Value::Array((&self.entries).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "entries".into(),
+                Value::Array(
+                    (&self.entries)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -421,8 +552,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.entries = { let n = r.len(); (0..n).map(|_| EntryData::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.entries = {
+                let n = r.len();
+                (0..n).map(|_| EntryData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -456,15 +592,28 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            wire::put_array_len(s, (&self.entity).len(), flexible)?; for e in (&self.entity).iter() { (e).encode(s, version)?; }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            wire::put_array_len(s, (&self.entity).len(), flexible)?;
+            for e in (&self.entity).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -477,12 +626,21 @@ pub mod response {
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
-            this.entity = { let n = wire::get_array_len(b, flexible, "Entity")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(EntityData::decode(b, version)?); } v };
+            this.entity = {
+                let n = wire::get_array_len(b, flexible, "Entity")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(EntityData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -496,8 +654,22 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("entity".into(), Value::Array((&self.entity).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "entity".into(),
+                Value::Array(
+                    (&self.entity)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -505,9 +677,18 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            this.entity = { let n = r.len(); (0..n).map(|_| EntityData::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.entity = {
+                let n = r.len();
+                (0..n).map(|_| EntityData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -538,14 +719,24 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_str(s, &self.entity_type, flexible)?;
-            match &self.entity_name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.entity_name {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -562,7 +753,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -575,8 +768,17 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("entityType".into(), Value::String((&self.entity_type).to_string()));
-            m.insert("entityName".into(), match &self.entity_name { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "entityType".into(),
+                Value::String((&self.entity_type).to_string()),
+            );
+            m.insert(
+                "entityName".into(),
+                match &self.entity_name {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -584,10 +786,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.entity_type = r.string();
-            this.entity_name = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.entity_name = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

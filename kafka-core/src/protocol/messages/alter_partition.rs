@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `AlterPartitionRequest`, versions 2-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,10 @@ pub mod request {
             let flexible = true;
             wire::put_i32(s, *&self.broker_id);
             wire::put_i64(s, *&self.broker_epoch);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -64,12 +67,21 @@ pub mod request {
             let mut this = Self::default();
             this.broker_id = wire::get_i32(b)?;
             this.broker_epoch = wire::get_i64(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -84,7 +96,15 @@ pub mod request {
             let mut m = serde_json::Map::new();
             m.insert("brokerId".into(), Value::from(*&self.broker_id));
             m.insert("brokerEpoch".into(), Value::from(*&self.broker_epoch));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -93,8 +113,13 @@ pub mod request {
             let mut this = Self::default();
             this.broker_id = r.i32();
             this.broker_epoch = r.i64();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -125,7 +150,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -142,12 +170,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -160,8 +197,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -169,8 +217,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -214,10 +267,30 @@ pub mod request {
             let flexible = true;
             wire::put_i32(s, *&self.partition_index);
             wire::put_i32(s, *&self.leader_epoch);
-            if version <= 2 { wire::put_array_len(s, (&self.new_isr).len(), flexible)?; for e in (&self.new_isr).iter() { wire::put_i32(s, *e); } }
-            if !(version <= 2) && !self.new_isr.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "NewIsr", version }); }
-            if version >= 3 { wire::put_array_len(s, (&self.new_isr_with_epochs).len(), flexible)?; for e in (&self.new_isr_with_epochs).iter() { (e).encode(s, version)?; } }
-            if !(version >= 3) && !self.new_isr_with_epochs.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "NewIsrWithEpochs", version }); }
+            if version <= 2 {
+                wire::put_array_len(s, (&self.new_isr).len(), flexible)?;
+                for e in (&self.new_isr).iter() {
+                    wire::put_i32(s, *e);
+                }
+            }
+            if !(version <= 2) && !self.new_isr.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NewIsr",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_array_len(s, (&self.new_isr_with_epochs).len(), flexible)?;
+                for e in (&self.new_isr_with_epochs).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 3) && !self.new_isr_with_epochs.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NewIsrWithEpochs",
+                    version,
+                });
+            }
             wire::put_i8(s, *&self.leader_recovery_state);
             wire::put_i32(s, *&self.partition_epoch);
             if flexible {
@@ -237,15 +310,35 @@ pub mod request {
             let mut this = Self::default();
             this.partition_index = wire::get_i32(b)?;
             this.leader_epoch = wire::get_i32(b)?;
-            if version <= 2 { this.new_isr = { let n = wire::get_array_len(b, flexible, "NewIsr")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v }; }
-            if version >= 3 { this.new_isr_with_epochs = { let n = wire::get_array_len(b, flexible, "NewIsrWithEpochs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(BrokerState::decode(b, version)?); } v }; }
+            if version <= 2 {
+                this.new_isr = {
+                    let n = wire::get_array_len(b, flexible, "NewIsr")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_i32(b)?);
+                    }
+                    v
+                };
+            }
+            if version >= 3 {
+                this.new_isr_with_epochs = {
+                    let n = wire::get_array_len(b, flexible, "NewIsrWithEpochs")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(BrokerState::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             this.leader_recovery_state = wire::get_i8(b)?;
             this.partition_epoch = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -260,9 +353,27 @@ pub mod request {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
-            if version <= 2 { m.insert("newIsr".into(), Value::Array((&self.new_isr).iter().map(|e| Value::from(*e)).collect())); }
-            if version >= 3 { m.insert("newIsrWithEpochs".into(), Value::Array((&self.new_isr_with_epochs).iter().map(|e| (e).to_json(version)).collect())); }
-            m.insert("leaderRecoveryState".into(), Value::from(*&self.leader_recovery_state));
+            if version <= 2 {
+                m.insert(
+                    "newIsr".into(),
+                    Value::Array((&self.new_isr).iter().map(|e| Value::from(*e)).collect()),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "newIsrWithEpochs".into(),
+                    Value::Array(
+                        (&self.new_isr_with_epochs)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            m.insert(
+                "leaderRecoveryState".into(),
+                Value::from(*&self.leader_recovery_state),
+            );
             m.insert("partitionEpoch".into(), Value::from(*&self.partition_epoch));
             Value::Object(m)
         }
@@ -272,11 +383,23 @@ pub mod request {
             let mut this = Self::default();
             this.partition_index = r.i32();
             this.leader_epoch = r.i32();
-            if version <= 2 { this.new_isr = { let n = r.len(); (0..n).map(|_| r.i32()).collect() }; }
-            if version >= 3 { this.new_isr_with_epochs = { let n = r.len(); (0..n).map(|_| BrokerState::sample(r, version)).collect() }; }
+            if version <= 2 {
+                this.new_isr = {
+                    let n = r.len();
+                    (0..n).map(|_| r.i32()).collect()
+                };
+            }
+            if version >= 3 {
+                this.new_isr_with_epochs = {
+                    let n = r.len();
+                    (0..n).map(|_| BrokerState::sample(r, version)).collect()
+                };
+            }
             this.leader_recovery_state = r.i8();
             this.partition_epoch = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -306,10 +429,24 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            if version >= 3 { wire::put_i32(s, *&self.broker_id); }
-            if !(version >= 3) && self.broker_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "BrokerId", version }); }
-            if version >= 3 { wire::put_i64(s, *&self.broker_epoch); }
-            if !(version >= 3) && self.broker_epoch != -1i64 { return Err(EncodeError::FieldNotInVersion { field: "BrokerEpoch", version }); }
+            if version >= 3 {
+                wire::put_i32(s, *&self.broker_id);
+            }
+            if !(version >= 3) && self.broker_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "BrokerId",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_i64(s, *&self.broker_epoch);
+            }
+            if !(version >= 3) && self.broker_epoch != -1i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "BrokerEpoch",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -325,13 +462,19 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            if version >= 3 { this.broker_id = wire::get_i32(b)?; }
-            if version >= 3 { this.broker_epoch = wire::get_i64(b)?; }
+            if version >= 3 {
+                this.broker_id = wire::get_i32(b)?;
+            }
+            if version >= 3 {
+                this.broker_epoch = wire::get_i64(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -344,21 +487,30 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("brokerId".into(), Value::from(*&self.broker_id)); }
-            if version >= 3 { m.insert("brokerEpoch".into(), Value::from(*&self.broker_epoch)); }
+            if version >= 3 {
+                m.insert("brokerId".into(), Value::from(*&self.broker_id));
+            }
+            if version >= 3 {
+                m.insert("brokerEpoch".into(), Value::from(*&self.broker_epoch));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.broker_id = r.i32(); }
-            if version >= 3 { this.broker_epoch = r.i64(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.broker_id = r.i32();
+            }
+            if version >= 3 {
+                this.broker_epoch = r.i64();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `AlterPartitionResponse`.
@@ -368,10 +520,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `AlterPartitionResponse`, versions 2-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -403,7 +555,10 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -421,12 +576,21 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -439,9 +603,20 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -450,8 +625,13 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -482,7 +662,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -499,12 +682,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -517,8 +709,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -526,8 +729,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -576,7 +784,10 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             wire::put_i32(s, *&self.leader_id);
             wire::put_i32(s, *&self.leader_epoch);
-            wire::put_array_len(s, (&self.isr).len(), flexible)?; for e in (&self.isr).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.isr).len(), flexible)?;
+            for e in (&self.isr).iter() {
+                wire::put_i32(s, *e);
+            }
             wire::put_i8(s, *&self.leader_recovery_state);
             wire::put_i32(s, *&self.partition_epoch);
             if flexible {
@@ -598,14 +809,23 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.leader_id = wire::get_i32(b)?;
             this.leader_epoch = wire::get_i32(b)?;
-            this.isr = { let n = wire::get_array_len(b, flexible, "Isr")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.isr = {
+                let n = wire::get_array_len(b, flexible, "Isr")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             this.leader_recovery_state = wire::get_i8(b)?;
             this.partition_epoch = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -622,8 +842,14 @@ pub mod response {
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("leaderId".into(), Value::from(*&self.leader_id));
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
-            m.insert("isr".into(), Value::Array((&self.isr).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("leaderRecoveryState".into(), Value::from(*&self.leader_recovery_state));
+            m.insert(
+                "isr".into(),
+                Value::Array((&self.isr).iter().map(|e| Value::from(*e)).collect()),
+            );
+            m.insert(
+                "leaderRecoveryState".into(),
+                Value::from(*&self.leader_recovery_state),
+            );
             m.insert("partitionEpoch".into(), Value::from(*&self.partition_epoch));
             Value::Object(m)
         }
@@ -635,12 +861,16 @@ pub mod response {
             this.error_code = r.i16();
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
-            this.isr = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
+            this.isr = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
             this.leader_recovery_state = r.i8();
             this.partition_epoch = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ApiVersionsRequest`, versions 0-4, flexible in 3-4.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,15 +41,22 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 3 { wire::put_str(s, &self.client_software_name, flexible)?; }
-            if version >= 3 { wire::put_str(s, &self.client_software_version, flexible)?; }
+            if version >= 3 {
+                wire::put_str(s, &self.client_software_name, flexible)?;
+            }
+            if version >= 3 {
+                wire::put_str(s, &self.client_software_version, flexible)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -60,13 +67,19 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 3 { this.client_software_name = wire::get_str(b, flexible, "ClientSoftwareName")?; }
-            if version >= 3 { this.client_software_version = wire::get_str(b, flexible, "ClientSoftwareVersion")?; }
+            if version >= 3 {
+                this.client_software_name = wire::get_str(b, flexible, "ClientSoftwareName")?;
+            }
+            if version >= 3 {
+                this.client_software_version = wire::get_str(b, flexible, "ClientSoftwareVersion")?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -79,21 +92,36 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("clientSoftwareName".into(), Value::String((&self.client_software_name).to_string())); }
-            if version >= 3 { m.insert("clientSoftwareVersion".into(), Value::String((&self.client_software_version).to_string())); }
+            if version >= 3 {
+                m.insert(
+                    "clientSoftwareName".into(),
+                    Value::String((&self.client_software_name).to_string()),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "clientSoftwareVersion".into(),
+                    Value::String((&self.client_software_version).to_string()),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.client_software_name = r.string(); }
-            if version >= 3 { this.client_software_version = r.string(); }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.client_software_name = r.string();
+            }
+            if version >= 3 {
+                this.client_software_version = r.string();
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ApiVersionsResponse`.
@@ -103,10 +131,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ApiVersionsResponse`, versions 0-4, flexible in 3-4.
     #[derive(Debug, Clone, PartialEq)]
@@ -149,27 +177,91 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.api_keys).len(), flexible)?; for e in (&self.api_keys).iter() { (e).encode(s, version)?; }
-            if version >= 1 { wire::put_i32(s, *&self.throttle_time_ms); }
+            wire::put_array_len(s, (&self.api_keys).len(), flexible)?;
+            for e in (&self.api_keys).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 1 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 3 && !self.supported_features.is_empty() { n += 1; }
-                if version >= 3 && self.finalized_features_epoch != -1i64 { n += 1; }
-                if version >= 3 && !self.finalized_features.is_empty() { n += 1; }
-                if version >= 3 && self.zk_migration_ready != false { n += 1; }
+                if version >= 3 && !self.supported_features.is_empty() {
+                    n += 1;
+                }
+                if version >= 3 && self.finalized_features_epoch != -1i64 {
+                    n += 1;
+                }
+                if version >= 3 && !self.finalized_features.is_empty() {
+                    n += 1;
+                }
+                if version >= 3 && self.zk_migration_ready != false {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 3 && !self.supported_features.is_empty() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.supported_features).len(), flexible)?; for e in (&self.supported_features).iter() { (e).encode(s, version)?; } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.supported_features).len(), flexible)?; for e in (&self.supported_features).iter() { (e).encode(s, version)?; } }
+                if version >= 3 && !self.supported_features.is_empty() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.supported_features).len(), flexible)?;
+                        for e in (&self.supported_features).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.supported_features).len(), flexible)?;
+                    for e in (&self.supported_features).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, 1);
-                if version >= 3 && self.finalized_features_epoch != -1i64 { wire::put_uvarint(s, 1); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_i64(s, *&self.finalized_features_epoch); } wire::put_uvarint(s, counter.0 as u32); wire::put_i64(s, *&self.finalized_features_epoch); }
+                if version >= 3 && self.finalized_features_epoch != -1i64 {
+                    wire::put_uvarint(s, 1);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_i64(s, *&self.finalized_features_epoch);
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_i64(s, *&self.finalized_features_epoch);
+                }
                 wire::put_raw_tags_below(s, &mut raw, 2);
-                if version >= 3 && !self.finalized_features.is_empty() { wire::put_uvarint(s, 2); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.finalized_features).len(), flexible)?; for e in (&self.finalized_features).iter() { (e).encode(s, version)?; } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.finalized_features).len(), flexible)?; for e in (&self.finalized_features).iter() { (e).encode(s, version)?; } }
+                if version >= 3 && !self.finalized_features.is_empty() {
+                    wire::put_uvarint(s, 2);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.finalized_features).len(), flexible)?;
+                        for e in (&self.finalized_features).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.finalized_features).len(), flexible)?;
+                    for e in (&self.finalized_features).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, 3);
-                if version >= 3 && self.zk_migration_ready != false { wire::put_uvarint(s, 3); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_bool(s, *&self.zk_migration_ready); } wire::put_uvarint(s, counter.0 as u32); wire::put_bool(s, *&self.zk_migration_ready); }
+                if version >= 3 && self.zk_migration_ready != false {
+                    wire::put_uvarint(s, 3);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_bool(s, *&self.zk_migration_ready);
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_bool(s, *&self.zk_migration_ready);
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -181,17 +273,62 @@ pub mod response {
             let flexible = version >= 3;
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            this.api_keys = { let n = wire::get_array_len(b, flexible, "ApiKeys")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ApiVersion::decode(b, version)?); } v };
-            if version >= 1 { this.throttle_time_ms = wire::get_i32(b)?; }
+            this.api_keys = {
+                let n = wire::get_array_len(b, flexible, "ApiKeys")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ApiVersion::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 1 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 3 => { let declared = data.len(); let b = &mut data; this.supported_features = { let n = wire::get_array_len(b, flexible, "SupportedFeatures")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(SupportedFeatureKey::decode(b, version)?); } v }; wire::tagged_done(b, declared, "SupportedFeatures")?; }
-                        1 if version >= 3 => { let declared = data.len(); let b = &mut data; this.finalized_features_epoch = wire::get_i64(b)?; wire::tagged_done(b, declared, "FinalizedFeaturesEpoch")?; }
-                        2 if version >= 3 => { let declared = data.len(); let b = &mut data; this.finalized_features = { let n = wire::get_array_len(b, flexible, "FinalizedFeatures")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(FinalizedFeatureKey::decode(b, version)?); } v }; wire::tagged_done(b, declared, "FinalizedFeatures")?; }
-                        3 if version >= 3 => { let declared = data.len(); let b = &mut data; this.zk_migration_ready = wire::get_bool(b)?; wire::tagged_done(b, declared, "ZkMigrationReady")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 3 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.supported_features = {
+                                let n = wire::get_array_len(b, flexible, "SupportedFeatures")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(SupportedFeatureKey::decode(b, version)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "SupportedFeatures")?;
+                        }
+                        1 if version >= 3 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.finalized_features_epoch = wire::get_i64(b)?;
+                            wire::tagged_done(b, declared, "FinalizedFeaturesEpoch")?;
+                        }
+                        2 if version >= 3 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.finalized_features = {
+                                let n = wire::get_array_len(b, flexible, "FinalizedFeatures")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(FinalizedFeatureKey::decode(b, version)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "FinalizedFeatures")?;
+                        }
+                        3 if version >= 3 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.zk_migration_ready = wire::get_bool(b)?;
+                            wire::tagged_done(b, declared, "ZkMigrationReady")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -205,12 +342,55 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("apiKeys".into(), Value::Array((&self.api_keys).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
-            if version >= 3 { m.insert("supportedFeatures".into(), Value::Array((&self.supported_features).iter().map(|e| (e).to_json(version)).collect())); }
-            if version >= 3 { m.insert("finalizedFeaturesEpoch".into(), Value::from(*&self.finalized_features_epoch)); }
-            if version >= 3 { m.insert("finalizedFeatures".into(), Value::Array((&self.finalized_features).iter().map(|e| (e).to_json(version)).collect())); }
-            if version >= 3 { m.insert("zkMigrationReady".into(), Value::from(*&self.zk_migration_ready)); }
+            m.insert(
+                "apiKeys".into(),
+                Value::Array(
+                    (&self.api_keys)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 1 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
+            if (false) || ((version >= 3) && !self.supported_features.is_empty()) {
+                m.insert(
+                    "supportedFeatures".into(),
+                    Value::Array(
+                        (&self.supported_features)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if (false) || ((version >= 3) && self.finalized_features_epoch != -1i64) {
+                m.insert(
+                    "finalizedFeaturesEpoch".into(),
+                    Value::from(*&self.finalized_features_epoch),
+                );
+            }
+            if (false) || ((version >= 3) && !self.finalized_features.is_empty()) {
+                m.insert(
+                    "finalizedFeatures".into(),
+                    Value::Array(
+                        (&self.finalized_features)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if (false) || ((version >= 3) && self.zk_migration_ready != false) {
+                m.insert(
+                    "zkMigrationReady".into(),
+                    Value::from(*&self.zk_migration_ready),
+                );
+            }
             Value::Object(m)
         }
 
@@ -218,13 +398,38 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.api_keys = { let n = r.len(); (0..n).map(|_| ApiVersion::sample(r, version)).collect() };
-            if version >= 1 { this.throttle_time_ms = r.i32(); }
-            if version >= 3 { this.supported_features = { let n = r.len(); (0..n).map(|_| SupportedFeatureKey::sample(r, version)).collect() }; }
-            if version >= 3 { this.finalized_features_epoch = r.i64(); }
-            if version >= 3 { this.finalized_features = { let n = r.len(); (0..n).map(|_| FinalizedFeatureKey::sample(r, version)).collect() }; }
-            if version >= 3 { this.zk_migration_ready = r.bool(); }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.api_keys = {
+                let n = r.len();
+                (0..n).map(|_| ApiVersion::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.throttle_time_ms = r.i32();
+            }
+            if version >= 3 {
+                this.supported_features = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| SupportedFeatureKey::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 3 {
+                this.finalized_features_epoch = r.i64();
+            }
+            if version >= 3 {
+                this.finalized_features = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| FinalizedFeatureKey::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 3 {
+                this.zk_migration_ready = r.bool();
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -266,7 +471,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -284,7 +492,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -309,7 +519,9 @@ pub mod response {
             this.api_key = r.i16();
             this.min_version = r.i16();
             this.max_version = r.i16();
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -342,19 +554,43 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 3 { wire::put_str(s, &self.name, flexible)?; }
-            if !(version >= 3) && !self.name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version >= 3 { wire::put_i16(s, *&self.min_version); }
-            if !(version >= 3) && self.min_version != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "MinVersion", version }); }
-            if version >= 3 { wire::put_i16(s, *&self.max_version); }
-            if !(version >= 3) && self.max_version != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "MaxVersion", version }); }
+            if version >= 3 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if !(version >= 3) && !self.name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_i16(s, *&self.min_version);
+            }
+            if !(version >= 3) && self.min_version != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "MinVersion",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_i16(s, *&self.max_version);
+            }
+            if !(version >= 3) && self.max_version != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "MaxVersion",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -365,14 +601,22 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 3 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 3 { this.min_version = wire::get_i16(b)?; }
-            if version >= 3 { this.max_version = wire::get_i16(b)?; }
+            if version >= 3 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 3 {
+                this.min_version = wire::get_i16(b)?;
+            }
+            if version >= 3 {
+                this.max_version = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -385,19 +629,33 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 3 { m.insert("minVersion".into(), Value::from(*&self.min_version)); }
-            if version >= 3 { m.insert("maxVersion".into(), Value::from(*&self.max_version)); }
+            if version >= 3 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 3 {
+                m.insert("minVersion".into(), Value::from(*&self.min_version));
+            }
+            if version >= 3 {
+                m.insert("maxVersion".into(), Value::from(*&self.max_version));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.name = r.string(); }
-            if version >= 3 { this.min_version = r.i16(); }
-            if version >= 3 { this.max_version = r.i16(); }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.name = r.string();
+            }
+            if version >= 3 {
+                this.min_version = r.i16();
+            }
+            if version >= 3 {
+                this.max_version = r.i16();
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -430,19 +688,43 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 3 { wire::put_str(s, &self.name, flexible)?; }
-            if !(version >= 3) && !self.name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version >= 3 { wire::put_i16(s, *&self.max_version_level); }
-            if !(version >= 3) && self.max_version_level != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "MaxVersionLevel", version }); }
-            if version >= 3 { wire::put_i16(s, *&self.min_version_level); }
-            if !(version >= 3) && self.min_version_level != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "MinVersionLevel", version }); }
+            if version >= 3 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if !(version >= 3) && !self.name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_i16(s, *&self.max_version_level);
+            }
+            if !(version >= 3) && self.max_version_level != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "MaxVersionLevel",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_i16(s, *&self.min_version_level);
+            }
+            if !(version >= 3) && self.min_version_level != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "MinVersionLevel",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -453,14 +735,22 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 3 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 3 { this.max_version_level = wire::get_i16(b)?; }
-            if version >= 3 { this.min_version_level = wire::get_i16(b)?; }
+            if version >= 3 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 3 {
+                this.max_version_level = wire::get_i16(b)?;
+            }
+            if version >= 3 {
+                this.min_version_level = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -473,21 +763,40 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 3 { m.insert("maxVersionLevel".into(), Value::from(*&self.max_version_level)); }
-            if version >= 3 { m.insert("minVersionLevel".into(), Value::from(*&self.min_version_level)); }
+            if version >= 3 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 3 {
+                m.insert(
+                    "maxVersionLevel".into(),
+                    Value::from(*&self.max_version_level),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "minVersionLevel".into(),
+                    Value::from(*&self.min_version_level),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.name = r.string(); }
-            if version >= 3 { this.max_version_level = r.i16(); }
-            if version >= 3 { this.min_version_level = r.i16(); }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.name = r.string();
+            }
+            if version >= 3 {
+                this.max_version_level = r.i16();
+            }
+            if version >= 3 {
+                this.min_version_level = r.i16();
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `BeginQuorumEpochRequest`, versions 0-1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -47,17 +47,37 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            if version >= 1 { wire::put_i32(s, *&self.voter_id); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if version >= 1 { wire::put_array_len(s, (&self.leader_endpoints).len(), flexible)?; for e in (&self.leader_endpoints).iter() { (e).encode(s, version)?; } }
+            match &self.cluster_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            if version >= 1 {
+                wire::put_i32(s, *&self.voter_id);
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 1 {
+                wire::put_array_len(s, (&self.leader_endpoints).len(), flexible)?;
+                for e in (&self.leader_endpoints).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -69,14 +89,34 @@ pub mod request {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.cluster_id = wire::get_opt_str(b, flexible, "ClusterId")?;
-            if version >= 1 { this.voter_id = wire::get_i32(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
-            if version >= 1 { this.leader_endpoints = { let n = wire::get_array_len(b, flexible, "LeaderEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(LeaderEndpoint::decode(b, version)?); } v }; }
+            if version >= 1 {
+                this.voter_id = wire::get_i32(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 1 {
+                this.leader_endpoints = {
+                    let n = wire::get_array_len(b, flexible, "LeaderEndpoints")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(LeaderEndpoint::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -89,21 +129,63 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("clusterId".into(), match &self.cluster_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version >= 1 { m.insert("voterId".into(), Value::from(*&self.voter_id)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("leaderEndpoints".into(), Value::Array((&self.leader_endpoints).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "clusterId".into(),
+                match &self.cluster_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 1 {
+                m.insert("voterId".into(), Value::from(*&self.voter_id));
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 1 {
+                m.insert(
+                    "leaderEndpoints".into(),
+                    Value::Array(
+                        (&self.leader_endpoints)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.cluster_id = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 1 { this.voter_id = r.i32(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if version >= 1 { this.leader_endpoints = { let n = r.len(); (0..n).map(|_| LeaderEndpoint::sample(r, version)).collect() }; }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.cluster_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 1 {
+                this.voter_id = r.i32();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.leader_endpoints = {
+                    let n = r.len();
+                    (0..n).map(|_| LeaderEndpoint::sample(r, version)).collect()
+                };
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -134,14 +216,20 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -153,12 +241,21 @@ pub mod request {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -171,8 +268,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -180,8 +288,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -218,7 +331,9 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_i32(s, *&self.partition_index);
-            if version >= 1 { wire::put_uuid(s, &self.voter_directory_id); }
+            if version >= 1 {
+                wire::put_uuid(s, &self.voter_directory_id);
+            }
             wire::put_i32(s, *&self.leader_id);
             wire::put_i32(s, *&self.leader_epoch);
             if flexible {
@@ -227,7 +342,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -239,14 +357,18 @@ pub mod request {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.partition_index = wire::get_i32(b)?;
-            if version >= 1 { this.voter_directory_id = wire::get_uuid(b)?; }
+            if version >= 1 {
+                this.voter_directory_id = wire::get_uuid(b)?;
+            }
             this.leader_id = wire::get_i32(b)?;
             this.leader_epoch = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -260,7 +382,12 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
-            if version >= 1 { m.insert("voterDirectoryId".into(), Value::String((&self.voter_directory_id).to_string())); }
+            if version >= 1 {
+                m.insert(
+                    "voterDirectoryId".into(),
+                    Value::String((&self.voter_directory_id).to_string()),
+                );
+            }
             m.insert("leaderId".into(), Value::from(*&self.leader_id));
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
             Value::Object(m)
@@ -270,10 +397,14 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.partition_index = r.i32();
-            if version >= 1 { this.voter_directory_id = r.uuid(); }
+            if version >= 1 {
+                this.voter_directory_id = r.uuid();
+            }
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -306,19 +437,43 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            if version >= 1 { wire::put_str(s, &self.name, flexible)?; }
-            if !(version >= 1) && !self.name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version >= 1 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 1) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 1 { wire::put_u16(s, *&self.port); }
-            if !(version >= 1) && self.port != 0u16 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
+            if version >= 1 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if !(version >= 1) && !self.name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 1) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_u16(s, *&self.port);
+            }
+            if !(version >= 1) && self.port != 0u16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -329,14 +484,22 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 1;
             let mut this = Self::default();
-            if version >= 1 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 1 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 1 { this.port = wire::get_u16(b)?; }
+            if version >= 1 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 1 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 1 {
+                this.port = wire::get_u16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -349,23 +512,36 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 1 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 1 { m.insert("port".into(), Value::from(*&self.port)); }
+            if version >= 1 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 1 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 1 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.name = r.string(); }
-            if version >= 1 { this.host = r.string(); }
-            if version >= 1 { this.port = r.u16(); }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.name = r.string();
+            }
+            if version >= 1 {
+                this.host = r.string();
+            }
+            if version >= 1 {
+                this.port = r.u16();
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `BeginQuorumEpochResponse`.
@@ -375,10 +551,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `BeginQuorumEpochResponse`, versions 0-1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -409,18 +585,46 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if !(version >= 1) && !self.node_endpoints.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "NodeEndpoints", version }); }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if !(version >= 1) && !self.node_endpoints.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeEndpoints",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 1 && !self.node_endpoints.is_empty() { n += 1; }
+                if version >= 1 && !self.node_endpoints.is_empty() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 1 && !self.node_endpoints.is_empty() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } }
+                if version >= 1 && !self.node_endpoints.is_empty() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                        for e in (&self.node_endpoints).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                    for e in (&self.node_endpoints).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -432,13 +636,34 @@ pub mod response {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 1 => { let declared = data.len(); let b = &mut data; this.node_endpoints = { let n = wire::get_array_len(b, flexible, "NodeEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(NodeEndpoint::decode(b, version)?); } v }; wire::tagged_done(b, declared, "NodeEndpoints")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 1 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.node_endpoints = {
+                                let n = wire::get_array_len(b, flexible, "NodeEndpoints")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(NodeEndpoint::decode(b, version)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "NodeEndpoints")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -452,8 +677,26 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("nodeEndpoints".into(), Value::Array((&self.node_endpoints).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if (false) || ((version >= 1) && !self.node_endpoints.is_empty()) {
+                m.insert(
+                    "nodeEndpoints".into(),
+                    Value::Array(
+                        (&self.node_endpoints)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -461,9 +704,19 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if version >= 1 { this.node_endpoints = { let n = r.len(); (0..n).map(|_| NodeEndpoint::sample(r, version)).collect() }; }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.node_endpoints = {
+                    let n = r.len();
+                    (0..n).map(|_| NodeEndpoint::sample(r, version)).collect()
+                };
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -494,14 +747,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -513,12 +772,21 @@ pub mod response {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -531,8 +799,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -540,8 +819,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -587,7 +871,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -606,7 +893,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -633,7 +922,9 @@ pub mod response {
             this.error_code = r.i16();
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -666,19 +957,43 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            if version >= 1 { wire::put_i32(s, *&self.node_id); }
-            if !(version >= 1) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version >= 1 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 1) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 1 { wire::put_u16(s, *&self.port); }
-            if !(version >= 1) && self.port != 0u16 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version >= 1) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 1) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_u16(s, *&self.port);
+            }
+            if !(version >= 1) && self.port != 0u16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -689,14 +1004,22 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 1;
             let mut this = Self::default();
-            if version >= 1 { this.node_id = wire::get_i32(b)?; }
-            if version >= 1 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 1 { this.port = wire::get_u16(b)?; }
+            if version >= 1 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version >= 1 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 1 {
+                this.port = wire::get_u16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -709,21 +1032,34 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version >= 1 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 1 { m.insert("port".into(), Value::from(*&self.port)); }
+            if version >= 1 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version >= 1 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 1 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.node_id = r.i32(); }
-            if version >= 1 { this.host = r.string(); }
-            if version >= 1 { this.port = r.u16(); }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.node_id = r.i32();
+            }
+            if version >= 1 {
+                this.host = r.string();
+            }
+            if version >= 1 {
+                this.port = r.u16();
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `BrokerHeartbeatRequest`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -61,18 +61,90 @@ pub mod request {
             wire::put_i64(s, *&self.current_metadata_offset);
             wire::put_bool(s, *&self.want_fence);
             wire::put_bool(s, *&self.want_shut_down);
-            if !(version >= 1) && !self.offline_log_dirs.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "OfflineLogDirs", version }); }
-            if !(version >= 2) && self.cordoned_log_dirs != None { return Err(EncodeError::FieldNotInVersion { field: "CordonedLogDirs", version }); }
+            if !(version >= 1) && !self.offline_log_dirs.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "OfflineLogDirs",
+                    version,
+                });
+            }
+            if !(version >= 2) && self.cordoned_log_dirs != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "CordonedLogDirs",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 1 && !self.offline_log_dirs.is_empty() { n += 1; }
-                if version >= 2 && self.cordoned_log_dirs != None { n += 1; }
+                if version >= 1 && !self.offline_log_dirs.is_empty() {
+                    n += 1;
+                }
+                if version >= 2 && self.cordoned_log_dirs != None {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 1 && !self.offline_log_dirs.is_empty() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.offline_log_dirs).len(), flexible)?; for e in (&self.offline_log_dirs).iter() { wire::put_uuid(s, e); } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.offline_log_dirs).len(), flexible)?; for e in (&self.offline_log_dirs).iter() { wire::put_uuid(s, e); } }
+                if version >= 1 && !self.offline_log_dirs.is_empty() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.offline_log_dirs).len(), flexible)?;
+                        for e in (&self.offline_log_dirs).iter() {
+                            wire::put_uuid(s, e);
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.offline_log_dirs).len(), flexible)?;
+                    for e in (&self.offline_log_dirs).iter() {
+                        wire::put_uuid(s, e);
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, 1);
-                if version >= 2 && self.cordoned_log_dirs != None { wire::put_uvarint(s, 1); let mut counter = ByteCounter::default(); { let s = &mut counter; match &self.cordoned_log_dirs { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { wire::put_uuid(s, e); } } None => { if version >= 2 { wire::put_null_len(s, flexible); } else { return Err(EncodeError::NullNotAllowed { field: "CordonedLogDirs", version }); } } } } wire::put_uvarint(s, counter.0 as u32); match &self.cordoned_log_dirs { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { wire::put_uuid(s, e); } } None => { if version >= 2 { wire::put_null_len(s, flexible); } else { return Err(EncodeError::NullNotAllowed { field: "CordonedLogDirs", version }); } } } }
+                if version >= 2 && self.cordoned_log_dirs != None {
+                    wire::put_uvarint(s, 1);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        match &self.cordoned_log_dirs {
+                            Some(v) => {
+                                wire::put_array_len(s, (v).len(), flexible)?;
+                                for e in (v).iter() {
+                                    wire::put_uuid(s, e);
+                                }
+                            }
+                            None => {
+                                if version >= 2 {
+                                    wire::put_null_len(s, flexible);
+                                } else {
+                                    return Err(EncodeError::NullNotAllowed {
+                                        field: "CordonedLogDirs",
+                                        version,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    match &self.cordoned_log_dirs {
+                        Some(v) => {
+                            wire::put_array_len(s, (v).len(), flexible)?;
+                            for e in (v).iter() {
+                                wire::put_uuid(s, e);
+                            }
+                        }
+                        None => {
+                            if version >= 2 {
+                                wire::put_null_len(s, flexible);
+                            } else {
+                                return Err(EncodeError::NullNotAllowed {
+                                    field: "CordonedLogDirs",
+                                    version,
+                                });
+                            }
+                        }
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             }
             Ok(())
@@ -93,9 +165,48 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 1 => { let declared = data.len(); let b = &mut data; this.offline_log_dirs = { let n = wire::get_array_len(b, flexible, "OfflineLogDirs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_uuid(b)?); } v }; wire::tagged_done(b, declared, "OfflineLogDirs")?; }
-                        1 if version >= 2 => { let declared = data.len(); let b = &mut data; this.cordoned_log_dirs = if version >= 2 { match wire::get_opt_array_len(b, flexible, "CordonedLogDirs")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_uuid(b)?); } Some(v) } } } else { Some({ let n = wire::get_array_len(b, flexible, "CordonedLogDirs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_uuid(b)?); } v }) }; wire::tagged_done(b, declared, "CordonedLogDirs")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 1 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.offline_log_dirs = {
+                                let n = wire::get_array_len(b, flexible, "OfflineLogDirs")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(wire::get_uuid(b)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "OfflineLogDirs")?;
+                        }
+                        1 if version >= 2 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.cordoned_log_dirs = if version >= 2 {
+                                match wire::get_opt_array_len(b, flexible, "CordonedLogDirs")? {
+                                    None => None,
+                                    Some(n) => {
+                                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                        for _ in 0..n {
+                                            v.push(wire::get_uuid(b)?);
+                                        }
+                                        Some(v)
+                                    }
+                                }
+                            } else {
+                                Some({
+                                    let n = wire::get_array_len(b, flexible, "CordonedLogDirs")?;
+                                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                    for _ in 0..n {
+                                        v.push(wire::get_uuid(b)?);
+                                    }
+                                    v
+                                })
+                            };
+                            wire::tagged_done(b, declared, "CordonedLogDirs")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -110,11 +221,34 @@ pub mod request {
             let mut m = serde_json::Map::new();
             m.insert("brokerId".into(), Value::from(*&self.broker_id));
             m.insert("brokerEpoch".into(), Value::from(*&self.broker_epoch));
-            m.insert("currentMetadataOffset".into(), Value::from(*&self.current_metadata_offset));
+            m.insert(
+                "currentMetadataOffset".into(),
+                Value::from(*&self.current_metadata_offset),
+            );
             m.insert("wantFence".into(), Value::from(*&self.want_fence));
             m.insert("wantShutDown".into(), Value::from(*&self.want_shut_down));
-            if version >= 1 { m.insert("offlineLogDirs".into(), Value::Array((&self.offline_log_dirs).iter().map(|e| Value::String((e).to_string())).collect())); }
-            if version >= 2 { m.insert("cordonedLogDirs".into(), match &self.cordoned_log_dirs { Some(v) => Value::Array((v).iter().map(|e| Value::String((e).to_string())).collect()), None => Value::Null }); }
+            if (false) || ((version >= 1) && !self.offline_log_dirs.is_empty()) {
+                m.insert(
+                    "offlineLogDirs".into(),
+                    Value::Array(
+                        (&self.offline_log_dirs)
+                            .iter()
+                            .map(|e| Value::String((e).to_string()))
+                            .collect(),
+                    ),
+                );
+            }
+            if (false) || ((version >= 2) && self.cordoned_log_dirs != None) {
+                m.insert(
+                    "cordonedLogDirs".into(),
+                    match &self.cordoned_log_dirs {
+                        Some(v) => Value::Array(
+                            (v).iter().map(|e| Value::String((e).to_string())).collect(),
+                        ),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
@@ -126,13 +260,28 @@ pub mod request {
             this.current_metadata_offset = r.i64();
             this.want_fence = r.bool();
             this.want_shut_down = r.bool();
-            if version >= 1 { this.offline_log_dirs = { let n = r.len(); (0..n).map(|_| r.uuid()).collect() }; }
-            if version >= 2 { this.cordoned_log_dirs = if (version >= 2) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| r.uuid()).collect() }) }; }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.offline_log_dirs = {
+                    let n = r.len();
+                    (0..n).map(|_| r.uuid()).collect()
+                };
+            }
+            if version >= 2 {
+                this.cordoned_log_dirs = if (version >= 2) && r.null() {
+                    None
+                } else {
+                    Some({
+                        let n = r.len();
+                        (0..n).map(|_| r.uuid()).collect()
+                    })
+                };
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `BrokerHeartbeatResponse`.
@@ -142,10 +291,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `BrokerHeartbeatResponse`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -210,7 +359,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -223,11 +374,17 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("isCaughtUp".into(), Value::from(*&self.is_caught_up));
             m.insert("isFenced".into(), Value::from(*&self.is_fenced));
-            m.insert("shouldShutDown".into(), Value::from(*&self.should_shut_down));
+            m.insert(
+                "shouldShutDown".into(),
+                Value::from(*&self.should_shut_down),
+            );
             Value::Object(m)
         }
 
@@ -239,9 +396,10 @@ pub mod response {
             this.is_caught_up = r.bool();
             this.is_fenced = r.bool();
             this.should_shut_down = r.bool();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

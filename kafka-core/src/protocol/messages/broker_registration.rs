@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `BrokerRegistrationRequest`, versions 0-4, flexible in 0-4.
     #[derive(Debug, Clone, PartialEq)]
@@ -65,13 +65,40 @@ pub mod request {
             wire::put_i32(s, *&self.broker_id);
             wire::put_str(s, &self.cluster_id, flexible)?;
             wire::put_uuid(s, &self.incarnation_id);
-            wire::put_array_len(s, (&self.listeners).len(), flexible)?; for e in (&self.listeners).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.features).len(), flexible)?; for e in (&self.features).iter() { (e).encode(s, version)?; }
-            match &self.rack { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            if version >= 1 { wire::put_bool(s, *&self.is_migrating_zk_broker); }
-            if !(version >= 1) && self.is_migrating_zk_broker != false { return Err(EncodeError::FieldNotInVersion { field: "IsMigratingZkBroker", version }); }
-            if version >= 2 { wire::put_array_len(s, (&self.log_dirs).len(), flexible)?; for e in (&self.log_dirs).iter() { wire::put_uuid(s, e); } }
-            if version >= 3 { wire::put_i64(s, *&self.previous_broker_epoch); }
+            wire::put_array_len(s, (&self.listeners).len(), flexible)?;
+            for e in (&self.listeners).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.features).len(), flexible)?;
+            for e in (&self.features).iter() {
+                (e).encode(s, version)?;
+            }
+            match &self.rack {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            if version >= 1 {
+                wire::put_bool(s, *&self.is_migrating_zk_broker);
+            }
+            if !(version >= 1) && self.is_migrating_zk_broker != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IsMigratingZkBroker",
+                    version,
+                });
+            }
+            if version >= 2 {
+                wire::put_array_len(s, (&self.log_dirs).len(), flexible)?;
+                for e in (&self.log_dirs).iter() {
+                    wire::put_uuid(s, e);
+                }
+            }
+            if version >= 3 {
+                wire::put_i64(s, *&self.previous_broker_epoch);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -90,17 +117,46 @@ pub mod request {
             this.broker_id = wire::get_i32(b)?;
             this.cluster_id = wire::get_str(b, flexible, "ClusterId")?;
             this.incarnation_id = wire::get_uuid(b)?;
-            this.listeners = { let n = wire::get_array_len(b, flexible, "Listeners")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Listener::decode(b, version)?); } v };
-            this.features = { let n = wire::get_array_len(b, flexible, "Features")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Feature::decode(b, version)?); } v };
+            this.listeners = {
+                let n = wire::get_array_len(b, flexible, "Listeners")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Listener::decode(b, version)?);
+                }
+                v
+            };
+            this.features = {
+                let n = wire::get_array_len(b, flexible, "Features")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Feature::decode(b, version)?);
+                }
+                v
+            };
             this.rack = wire::get_opt_str(b, flexible, "Rack")?;
-            if version >= 1 { this.is_migrating_zk_broker = wire::get_bool(b)?; }
-            if version >= 2 { this.log_dirs = { let n = wire::get_array_len(b, flexible, "LogDirs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_uuid(b)?); } v }; }
-            if version >= 3 { this.previous_broker_epoch = wire::get_i64(b)?; }
+            if version >= 1 {
+                this.is_migrating_zk_broker = wire::get_bool(b)?;
+            }
+            if version >= 2 {
+                this.log_dirs = {
+                    let n = wire::get_array_len(b, flexible, "LogDirs")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_uuid(b)?);
+                    }
+                    v
+                };
+            }
+            if version >= 3 {
+                this.previous_broker_epoch = wire::get_i64(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -114,14 +170,62 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("brokerId".into(), Value::from(*&self.broker_id));
-            m.insert("clusterId".into(), Value::String((&self.cluster_id).to_string()));
-            m.insert("incarnationId".into(), Value::String((&self.incarnation_id).to_string()));
-            m.insert("listeners".into(), Value::Array((&self.listeners).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("features".into(), Value::Array((&self.features).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("rack".into(), match &self.rack { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version >= 1 { m.insert("isMigratingZkBroker".into(), Value::from(*&self.is_migrating_zk_broker)); }
-            if version >= 2 { m.insert("logDirs".into(), Value::Array((&self.log_dirs).iter().map(|e| Value::String((e).to_string())).collect())); }
-            if version >= 3 { m.insert("previousBrokerEpoch".into(), Value::from(*&self.previous_broker_epoch)); }
+            m.insert(
+                "clusterId".into(),
+                Value::String((&self.cluster_id).to_string()),
+            );
+            m.insert(
+                "incarnationId".into(),
+                Value::String((&self.incarnation_id).to_string()),
+            );
+            m.insert(
+                "listeners".into(),
+                Value::Array(
+                    (&self.listeners)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "features".into(),
+                Value::Array(
+                    (&self.features)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "rack".into(),
+                match &self.rack {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 1 {
+                m.insert(
+                    "isMigratingZkBroker".into(),
+                    Value::from(*&self.is_migrating_zk_broker),
+                );
+            }
+            if version >= 2 {
+                m.insert(
+                    "logDirs".into(),
+                    Value::Array(
+                        (&self.log_dirs)
+                            .iter()
+                            .map(|e| Value::String((e).to_string()))
+                            .collect(),
+                    ),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "previousBrokerEpoch".into(),
+                    Value::from(*&self.previous_broker_epoch),
+                );
+            }
             Value::Object(m)
         }
 
@@ -131,13 +235,34 @@ pub mod request {
             this.broker_id = r.i32();
             this.cluster_id = r.string();
             this.incarnation_id = r.uuid();
-            this.listeners = { let n = r.len(); (0..n).map(|_| Listener::sample(r, version)).collect() };
-            this.features = { let n = r.len(); (0..n).map(|_| Feature::sample(r, version)).collect() };
-            this.rack = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 1 { this.is_migrating_zk_broker = r.bool(); }
-            if version >= 2 { this.log_dirs = { let n = r.len(); (0..n).map(|_| r.uuid()).collect() }; }
-            if version >= 3 { this.previous_broker_epoch = r.i64(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.listeners = {
+                let n = r.len();
+                (0..n).map(|_| Listener::sample(r, version)).collect()
+            };
+            this.features = {
+                let n = r.len();
+                (0..n).map(|_| Feature::sample(r, version)).collect()
+            };
+            this.rack = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 1 {
+                this.is_migrating_zk_broker = r.bool();
+            }
+            if version >= 2 {
+                this.log_dirs = {
+                    let n = r.len();
+                    (0..n).map(|_| r.uuid()).collect()
+                };
+            }
+            if version >= 3 {
+                this.previous_broker_epoch = r.i64();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -200,7 +325,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -216,7 +343,10 @@ pub mod request {
             m.insert("name".into(), Value::String((&self.name).to_string()));
             m.insert("host".into(), Value::String((&self.host).to_string()));
             m.insert("port".into(), Value::from(*&self.port));
-            m.insert("securityProtocol".into(), Value::from(*&self.security_protocol));
+            m.insert(
+                "securityProtocol".into(),
+                Value::from(*&self.security_protocol),
+            );
             Value::Object(m)
         }
 
@@ -227,7 +357,9 @@ pub mod request {
             this.host = r.string();
             this.port = r.u16();
             this.security_protocol = r.i16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -285,7 +417,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -299,8 +433,14 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("minSupportedVersion".into(), Value::from(*&self.min_supported_version));
-            m.insert("maxSupportedVersion".into(), Value::from(*&self.max_supported_version));
+            m.insert(
+                "minSupportedVersion".into(),
+                Value::from(*&self.min_supported_version),
+            );
+            m.insert(
+                "maxSupportedVersion".into(),
+                Value::from(*&self.max_supported_version),
+            );
             Value::Object(m)
         }
 
@@ -310,11 +450,12 @@ pub mod request {
             this.name = r.string();
             this.min_supported_version = r.i16();
             this.max_supported_version = r.i16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `BrokerRegistrationResponse`.
@@ -324,10 +465,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `BrokerRegistrationResponse`, versions 0-4, flexible in 0-4.
     #[derive(Debug, Clone, PartialEq)]
@@ -382,7 +523,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -395,7 +538,10 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("brokerEpoch".into(), Value::from(*&self.broker_epoch));
             Value::Object(m)
@@ -407,9 +553,10 @@ pub mod response {
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
             this.broker_epoch = r.i64();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

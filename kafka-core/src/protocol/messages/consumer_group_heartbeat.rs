@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ConsumerGroupHeartbeatRequest`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -68,14 +68,76 @@ pub mod request {
             wire::put_str(s, &self.group_id, flexible)?;
             wire::put_str(s, &self.member_id, flexible)?;
             wire::put_i32(s, *&self.member_epoch);
-            match &self.instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.rack_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.instance_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.rack_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.rebalance_timeout_ms);
-            match &self.subscribed_topic_names { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { wire::put_str(s, e, flexible)?; } } None => { wire::put_null_len(s, flexible); } }
-            if version >= 1 { match &self.subscribed_topic_regex { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 1 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "SubscribedTopicRegex", version }); } } } }
-            if !(version >= 1) && self.subscribed_topic_regex != None { return Err(EncodeError::FieldNotInVersion { field: "SubscribedTopicRegex", version }); }
-            match &self.server_assignor { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.topic_partitions { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.subscribed_topic_names {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        wire::put_str(s, e, flexible)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            if version >= 1 {
+                match &self.subscribed_topic_regex {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 1 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "SubscribedTopicRegex",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 1) && self.subscribed_topic_regex != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "SubscribedTopicRegex",
+                    version,
+                });
+            }
+            match &self.server_assignor {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.topic_partitions {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -97,15 +159,42 @@ pub mod request {
             this.instance_id = wire::get_opt_str(b, flexible, "InstanceId")?;
             this.rack_id = wire::get_opt_str(b, flexible, "RackId")?;
             this.rebalance_timeout_ms = wire::get_i32(b)?;
-            this.subscribed_topic_names = match wire::get_opt_array_len(b, flexible, "SubscribedTopicNames")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "SubscribedTopicNames")?); } Some(v) } };
-            if version >= 1 { this.subscribed_topic_regex = if version >= 1 { wire::get_opt_str(b, flexible, "SubscribedTopicRegex")? } else { Some(wire::get_str(b, flexible, "SubscribedTopicRegex")?) }; }
+            this.subscribed_topic_names =
+                match wire::get_opt_array_len(b, flexible, "SubscribedTopicNames")? {
+                    None => None,
+                    Some(n) => {
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(wire::get_str(b, flexible, "SubscribedTopicNames")?);
+                        }
+                        Some(v)
+                    }
+                };
+            if version >= 1 {
+                this.subscribed_topic_regex = if version >= 1 {
+                    wire::get_opt_str(b, flexible, "SubscribedTopicRegex")?
+                } else {
+                    Some(wire::get_str(b, flexible, "SubscribedTopicRegex")?)
+                };
+            }
             this.server_assignor = wire::get_opt_str(b, flexible, "ServerAssignor")?;
-            this.topic_partitions = match wire::get_opt_array_len(b, flexible, "TopicPartitions")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicPartitions::decode(b, version)?); } Some(v) } };
+            this.topic_partitions = match wire::get_opt_array_len(b, flexible, "TopicPartitions")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TopicPartitions::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -118,16 +207,65 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
             m.insert("memberEpoch".into(), Value::from(*&self.member_epoch));
-            m.insert("instanceId".into(), match &self.instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("rackId".into(), match &self.rack_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("rebalanceTimeoutMs".into(), Value::from(*&self.rebalance_timeout_ms));
-            m.insert("subscribedTopicNames".into(), match &self.subscribed_topic_names { Some(v) => Value::Array((v).iter().map(|e| Value::String((e).to_string())).collect()), None => Value::Null });
-            if version >= 1 { m.insert("subscribedTopicRegex".into(), match &self.subscribed_topic_regex { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            m.insert("serverAssignor".into(), match &self.server_assignor { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("topicPartitions".into(), match &self.topic_partitions { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
+            m.insert(
+                "instanceId".into(),
+                match &self.instance_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "rackId".into(),
+                match &self.rack_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "rebalanceTimeoutMs".into(),
+                Value::from(*&self.rebalance_timeout_ms),
+            );
+            m.insert(
+                "subscribedTopicNames".into(),
+                match &self.subscribed_topic_names {
+                    Some(v) => {
+                        Value::Array((v).iter().map(|e| Value::String((e).to_string())).collect())
+                    }
+                    None => Value::Null,
+                },
+            );
+            if version >= 1 {
+                m.insert(
+                    "subscribedTopicRegex".into(),
+                    match &self.subscribed_topic_regex {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            m.insert(
+                "serverAssignor".into(),
+                match &self.server_assignor {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "topicPartitions".into(),
+                match &self.topic_partitions {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -137,14 +275,50 @@ pub mod request {
             this.group_id = r.string();
             this.member_id = r.string();
             this.member_epoch = r.i32();
-            this.instance_id = if (true) && r.null() { None } else { Some(r.string()) };
-            this.rack_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.instance_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.rack_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.rebalance_timeout_ms = r.i32();
-            this.subscribed_topic_names = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| r.string()).collect() }) };
-            if version >= 1 { this.subscribed_topic_regex = if (version >= 1) && r.null() { None } else { Some(r.string()) }; }
-            this.server_assignor = if (true) && r.null() { None } else { Some(r.string()) };
-            this.topic_partitions = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TopicPartitions::sample(r, version)).collect() }) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.subscribed_topic_names = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| r.string()).collect()
+                })
+            };
+            if version >= 1 {
+                this.subscribed_topic_regex = if (version >= 1) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            this.server_assignor = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.topic_partitions = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| TopicPartitions::sample(r, version))
+                        .collect()
+                })
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -175,7 +349,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -192,12 +369,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -210,8 +396,14 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -219,12 +411,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ConsumerGroupHeartbeatResponse`.
@@ -234,10 +430,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ConsumerGroupHeartbeatResponse`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -281,11 +477,33 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.member_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.member_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.member_epoch);
             wire::put_i32(s, *&self.heartbeat_interval_ms);
-            match &self.assignment { Some(v) => { wire::put_i8(s, 1); (v).encode(s, version)?; } None => { wire::put_i8(s, -1); } }
+            match &self.assignment {
+                Some(v) => {
+                    wire::put_i8(s, 1);
+                    (v).encode(s, version)?;
+                }
+                None => {
+                    wire::put_i8(s, -1);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -307,12 +525,18 @@ pub mod response {
             this.member_id = wire::get_opt_str(b, flexible, "MemberId")?;
             this.member_epoch = wire::get_i32(b)?;
             this.heartbeat_interval_ms = wire::get_i32(b)?;
-            this.assignment = if wire::get_i8(b)? < 0 { None } else { Some(Assignment::decode(b, version)?) };
+            this.assignment = if wire::get_i8(b)? < 0 {
+                None
+            } else {
+                Some(Assignment::decode(b, version)?)
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -325,13 +549,37 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("memberId".into(), match &self.member_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "memberId".into(),
+                match &self.member_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("memberEpoch".into(), Value::from(*&self.member_epoch));
-            m.insert("heartbeatIntervalMs".into(), Value::from(*&self.heartbeat_interval_ms));
-            m.insert("assignment".into(), match &self.assignment { Some(v) => (v).to_json(version), None => Value::Null });
+            m.insert(
+                "heartbeatIntervalMs".into(),
+                Value::from(*&self.heartbeat_interval_ms),
+            );
+            m.insert(
+                "assignment".into(),
+                match &self.assignment {
+                    Some(v) => (v).to_json(version),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -340,12 +588,26 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            this.member_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.member_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.member_epoch = r.i32();
             this.heartbeat_interval_ms = r.i32();
-            this.assignment = if (true) && r.null() { None } else { Some(Assignment::sample(r, version)) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.assignment = if (true) && r.null() {
+                None
+            } else {
+                Some(Assignment::sample(r, version))
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -372,7 +634,10 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.topic_partitions).len(), flexible)?; for e in (&self.topic_partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topic_partitions).len(), flexible)?;
+            for e in (&self.topic_partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -388,12 +653,21 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.topic_partitions = { let n = wire::get_array_len(b, flexible, "TopicPartitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicPartitions::decode(b, version)?); } v };
+            this.topic_partitions = {
+                let n = wire::get_array_len(b, flexible, "TopicPartitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicPartitions::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -406,15 +680,30 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicPartitions".into(), Value::Array((&self.topic_partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicPartitions".into(),
+                Value::Array(
+                    (&self.topic_partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.topic_partitions = { let n = r.len(); (0..n).map(|_| TopicPartitions::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topic_partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| TopicPartitions::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -445,7 +734,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -462,12 +754,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -480,8 +781,14 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -489,10 +796,14 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

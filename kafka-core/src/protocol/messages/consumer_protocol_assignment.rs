@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `ConsumerProtocolAssignment`, versions 0-3.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,10 +35,23 @@ impl Default for ConsumerProtocolAssignment {
 impl Encodable for ConsumerProtocolAssignment {
     #[allow(unused_variables)]
     fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
-        wire::put_array_len(s, (&self.assigned_partitions).len(), false)?; for e in (&self.assigned_partitions).iter() { (e).encode(s, version)?; }
-        match &self.user_data { Some(v) => { wire::put_bytes(s, v, false)?; } None => { wire::put_null_len(s, false); } }
+        wire::put_array_len(s, (&self.assigned_partitions).len(), false)?;
+        for e in (&self.assigned_partitions).iter() {
+            (e).encode(s, version)?;
+        }
+        match &self.user_data {
+            Some(v) => {
+                wire::put_bytes(s, v, false)?;
+            }
+            None => {
+                wire::put_null_len(s, false);
+            }
+        }
         if !self.unknown_tagged_fields.is_empty() {
-            return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+            return Err(EncodeError::FieldNotInVersion {
+                field: "unknown_tagged_fields",
+                version,
+            });
         }
         Ok(())
     }
@@ -48,7 +61,14 @@ impl Decodable for ConsumerProtocolAssignment {
     #[allow(unused_variables, unused_mut)]
     fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
-        this.assigned_partitions = { let n = wire::get_array_len(b, false, "AssignedPartitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicPartition::decode(b, version)?); } v };
+        this.assigned_partitions = {
+            let n = wire::get_array_len(b, false, "AssignedPartitions")?;
+            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+            for _ in 0..n {
+                v.push(TopicPartition::decode(b, version)?);
+            }
+            v
+        };
         this.user_data = wire::get_opt_bytes(b, false, "UserData")?;
         Ok(this)
     }
@@ -59,16 +79,37 @@ impl OracleExt for ConsumerProtocolAssignment {
     #[allow(unused_variables, unused_mut)]
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
-        m.insert("assignedPartitions".into(), Value::Array((&self.assigned_partitions).iter().map(|e| (e).to_json(version)).collect()));
-        m.insert("userData".into(), match &self.user_data { Some(v) => oracle::json_bytes(v), None => Value::Null });
+        m.insert(
+            "assignedPartitions".into(),
+            Value::Array(
+                (&self.assigned_partitions)
+                    .iter()
+                    .map(|e| (e).to_json(version))
+                    .collect(),
+            ),
+        );
+        m.insert(
+            "userData".into(),
+            match &self.user_data {
+                Some(v) => oracle::json_bytes(v),
+                None => Value::Null,
+            },
+        );
         Value::Object(m)
     }
 
     #[allow(unused_variables, unused_mut)]
     fn sample(r: &mut SampleRng, version: i16) -> Self {
         let mut this = Self::default();
-        this.assigned_partitions = { let n = r.len(); (0..n).map(|_| TopicPartition::sample(r, version)).collect() };
-        this.user_data = if (true) && r.null() { None } else { Some(r.bytes()) };
+        this.assigned_partitions = {
+            let n = r.len();
+            (0..n).map(|_| TopicPartition::sample(r, version)).collect()
+        };
+        this.user_data = if (true) && r.null() {
+            None
+        } else {
+            Some(r.bytes())
+        };
         this
     }
 }
@@ -98,9 +139,15 @@ impl Encodable for TopicPartition {
     #[allow(unused_variables)]
     fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
         wire::put_str(s, &self.topic, false)?;
-        wire::put_array_len(s, (&self.partitions).len(), false)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+        wire::put_array_len(s, (&self.partitions).len(), false)?;
+        for e in (&self.partitions).iter() {
+            wire::put_i32(s, *e);
+        }
         if !self.unknown_tagged_fields.is_empty() {
-            return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+            return Err(EncodeError::FieldNotInVersion {
+                field: "unknown_tagged_fields",
+                version,
+            });
         }
         Ok(())
     }
@@ -111,7 +158,14 @@ impl Decodable for TopicPartition {
     fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
         this.topic = wire::get_str(b, false, "Topic")?;
-        this.partitions = { let n = wire::get_array_len(b, false, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+        this.partitions = {
+            let n = wire::get_array_len(b, false, "Partitions")?;
+            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+            for _ in 0..n {
+                v.push(wire::get_i32(b)?);
+            }
+            v
+        };
         Ok(this)
     }
 }
@@ -122,7 +176,10 @@ impl OracleExt for TopicPartition {
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("topic".into(), Value::String((&self.topic).to_string()));
-        m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+        m.insert(
+            "partitions".into(),
+            Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+        );
         Value::Object(m)
     }
 
@@ -130,7 +187,10 @@ impl OracleExt for TopicPartition {
     fn sample(r: &mut SampleRng, version: i16) -> Self {
         let mut this = Self::default();
         this.topic = r.string();
-        this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
+        this.partitions = {
+            let n = r.len();
+            (0..n).map(|_| r.i32()).collect()
+        };
         this
     }
 }

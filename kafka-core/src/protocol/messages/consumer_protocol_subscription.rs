@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `ConsumerProtocolSubscription`, versions 0-3.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,13 +44,49 @@ impl Default for ConsumerProtocolSubscription {
 impl Encodable for ConsumerProtocolSubscription {
     #[allow(unused_variables)]
     fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
-        wire::put_array_len(s, (&self.topics).len(), false)?; for e in (&self.topics).iter() { wire::put_str(s, e, false)?; }
-        match &self.user_data { Some(v) => { wire::put_bytes(s, v, false)?; } None => { wire::put_null_len(s, false); } }
-        if version >= 1 { wire::put_array_len(s, (&self.owned_partitions).len(), false)?; for e in (&self.owned_partitions).iter() { (e).encode(s, version)?; } }
-        if version >= 2 { wire::put_i32(s, *&self.generation_id); }
-        if version >= 3 { match &self.rack_id { Some(v) => { wire::put_str(s, v, false)?; } None => { if version >= 3 { wire::put_opt_str(s, None, false)?; } else { return Err(EncodeError::NullNotAllowed { field: "RackId", version }); } } } }
+        wire::put_array_len(s, (&self.topics).len(), false)?;
+        for e in (&self.topics).iter() {
+            wire::put_str(s, e, false)?;
+        }
+        match &self.user_data {
+            Some(v) => {
+                wire::put_bytes(s, v, false)?;
+            }
+            None => {
+                wire::put_null_len(s, false);
+            }
+        }
+        if version >= 1 {
+            wire::put_array_len(s, (&self.owned_partitions).len(), false)?;
+            for e in (&self.owned_partitions).iter() {
+                (e).encode(s, version)?;
+            }
+        }
+        if version >= 2 {
+            wire::put_i32(s, *&self.generation_id);
+        }
+        if version >= 3 {
+            match &self.rack_id {
+                Some(v) => {
+                    wire::put_str(s, v, false)?;
+                }
+                None => {
+                    if version >= 3 {
+                        wire::put_opt_str(s, None, false)?;
+                    } else {
+                        return Err(EncodeError::NullNotAllowed {
+                            field: "RackId",
+                            version,
+                        });
+                    }
+                }
+            }
+        }
         if !self.unknown_tagged_fields.is_empty() {
-            return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+            return Err(EncodeError::FieldNotInVersion {
+                field: "unknown_tagged_fields",
+                version,
+            });
         }
         Ok(())
     }
@@ -60,11 +96,35 @@ impl Decodable for ConsumerProtocolSubscription {
     #[allow(unused_variables, unused_mut)]
     fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
-        this.topics = { let n = wire::get_array_len(b, false, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, false, "Topics")?); } v };
+        this.topics = {
+            let n = wire::get_array_len(b, false, "Topics")?;
+            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+            for _ in 0..n {
+                v.push(wire::get_str(b, false, "Topics")?);
+            }
+            v
+        };
         this.user_data = wire::get_opt_bytes(b, false, "UserData")?;
-        if version >= 1 { this.owned_partitions = { let n = wire::get_array_len(b, false, "OwnedPartitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicPartition::decode(b, version)?); } v }; }
-        if version >= 2 { this.generation_id = wire::get_i32(b)?; }
-        if version >= 3 { this.rack_id = if version >= 3 { wire::get_opt_str(b, false, "RackId")? } else { Some(wire::get_str(b, false, "RackId")?) }; }
+        if version >= 1 {
+            this.owned_partitions = {
+                let n = wire::get_array_len(b, false, "OwnedPartitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicPartition::decode(b, version)?);
+                }
+                v
+            };
+        }
+        if version >= 2 {
+            this.generation_id = wire::get_i32(b)?;
+        }
+        if version >= 3 {
+            this.rack_id = if version >= 3 {
+                wire::get_opt_str(b, false, "RackId")?
+            } else {
+                Some(wire::get_str(b, false, "RackId")?)
+            };
+        }
         Ok(this)
     }
 }
@@ -74,22 +134,76 @@ impl OracleExt for ConsumerProtocolSubscription {
     #[allow(unused_variables, unused_mut)]
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
-        m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| Value::String((e).to_string())).collect()));
-        m.insert("userData".into(), match &self.user_data { Some(v) => oracle::json_bytes(v), None => Value::Null });
-        if version >= 1 { m.insert("ownedPartitions".into(), Value::Array((&self.owned_partitions).iter().map(|e| (e).to_json(version)).collect())); }
-        if version >= 2 { m.insert("generationId".into(), Value::from(*&self.generation_id)); }
-        if version >= 3 { m.insert("rackId".into(), match &self.rack_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+        m.insert(
+            "topics".into(),
+            Value::Array(
+                (&self.topics)
+                    .iter()
+                    .map(|e| Value::String((e).to_string()))
+                    .collect(),
+            ),
+        );
+        m.insert(
+            "userData".into(),
+            match &self.user_data {
+                Some(v) => oracle::json_bytes(v),
+                None => Value::Null,
+            },
+        );
+        if version >= 1 {
+            m.insert(
+                "ownedPartitions".into(),
+                Value::Array(
+                    (&self.owned_partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+        }
+        if version >= 2 {
+            m.insert("generationId".into(), Value::from(*&self.generation_id));
+        }
+        if version >= 3 {
+            m.insert(
+                "rackId".into(),
+                match &self.rack_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+        }
         Value::Object(m)
     }
 
     #[allow(unused_variables, unused_mut)]
     fn sample(r: &mut SampleRng, version: i16) -> Self {
         let mut this = Self::default();
-        this.topics = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-        this.user_data = if (true) && r.null() { None } else { Some(r.bytes()) };
-        if version >= 1 { this.owned_partitions = { let n = r.len(); (0..n).map(|_| TopicPartition::sample(r, version)).collect() }; }
-        if version >= 2 { this.generation_id = r.i32(); }
-        if version >= 3 { this.rack_id = if (version >= 3) && r.null() { None } else { Some(r.string()) }; }
+        this.topics = {
+            let n = r.len();
+            (0..n).map(|_| r.string()).collect()
+        };
+        this.user_data = if (true) && r.null() {
+            None
+        } else {
+            Some(r.bytes())
+        };
+        if version >= 1 {
+            this.owned_partitions = {
+                let n = r.len();
+                (0..n).map(|_| TopicPartition::sample(r, version)).collect()
+            };
+        }
+        if version >= 2 {
+            this.generation_id = r.i32();
+        }
+        if version >= 3 {
+            this.rack_id = if (version >= 3) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+        }
         this
     }
 }
@@ -118,12 +232,32 @@ impl Default for TopicPartition {
 impl Encodable for TopicPartition {
     #[allow(unused_variables)]
     fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
-        if version >= 1 { wire::put_str(s, &self.topic, false)?; }
-        if !(version >= 1) && !self.topic.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Topic", version }); }
-        if version >= 1 { wire::put_array_len(s, (&self.partitions).len(), false)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); } }
-        if !(version >= 1) && !self.partitions.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Partitions", version }); }
+        if version >= 1 {
+            wire::put_str(s, &self.topic, false)?;
+        }
+        if !(version >= 1) && !self.topic.is_empty() {
+            return Err(EncodeError::FieldNotInVersion {
+                field: "Topic",
+                version,
+            });
+        }
+        if version >= 1 {
+            wire::put_array_len(s, (&self.partitions).len(), false)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
+        }
+        if !(version >= 1) && !self.partitions.is_empty() {
+            return Err(EncodeError::FieldNotInVersion {
+                field: "Partitions",
+                version,
+            });
+        }
         if !self.unknown_tagged_fields.is_empty() {
-            return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+            return Err(EncodeError::FieldNotInVersion {
+                field: "unknown_tagged_fields",
+                version,
+            });
         }
         Ok(())
     }
@@ -133,8 +267,19 @@ impl Decodable for TopicPartition {
     #[allow(unused_variables, unused_mut)]
     fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut this = Self::default();
-        if version >= 1 { this.topic = wire::get_str(b, false, "Topic")?; }
-        if version >= 1 { this.partitions = { let n = wire::get_array_len(b, false, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v }; }
+        if version >= 1 {
+            this.topic = wire::get_str(b, false, "Topic")?;
+        }
+        if version >= 1 {
+            this.partitions = {
+                let n = wire::get_array_len(b, false, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
+        }
         Ok(this)
     }
 }
@@ -144,16 +289,30 @@ impl OracleExt for TopicPartition {
     #[allow(unused_variables, unused_mut)]
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
-        if version >= 1 { m.insert("topic".into(), Value::String((&self.topic).to_string())); }
-        if version >= 1 { m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect())); }
+        if version >= 1 {
+            m.insert("topic".into(), Value::String((&self.topic).to_string()));
+        }
+        if version >= 1 {
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
+        }
         Value::Object(m)
     }
 
     #[allow(unused_variables, unused_mut)]
     fn sample(r: &mut SampleRng, version: i16) -> Self {
         let mut this = Self::default();
-        if version >= 1 { this.topic = r.string(); }
-        if version >= 1 { this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() }; }
+        if version >= 1 {
+            this.topic = r.string();
+        }
+        if version >= 1 {
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+        }
         this
     }
 }

@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `ControlRecordTypeSchema`, versions 0.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +34,10 @@ impl Encodable for ControlRecordTypeSchema {
     fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
         wire::put_i16(s, *&self.type_);
         if !self.unknown_tagged_fields.is_empty() {
-            return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+            return Err(EncodeError::FieldNotInVersion {
+                field: "unknown_tagged_fields",
+                version,
+            });
         }
         Ok(())
     }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ControllerRegistrationRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -53,8 +53,14 @@ pub mod request {
             wire::put_i32(s, *&self.controller_id);
             wire::put_uuid(s, &self.incarnation_id);
             wire::put_bool(s, *&self.zk_migration_ready);
-            wire::put_array_len(s, (&self.listeners).len(), flexible)?; for e in (&self.listeners).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.features).len(), flexible)?; for e in (&self.features).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.listeners).len(), flexible)?;
+            for e in (&self.listeners).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.features).len(), flexible)?;
+            for e in (&self.features).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -73,13 +79,29 @@ pub mod request {
             this.controller_id = wire::get_i32(b)?;
             this.incarnation_id = wire::get_uuid(b)?;
             this.zk_migration_ready = wire::get_bool(b)?;
-            this.listeners = { let n = wire::get_array_len(b, flexible, "Listeners")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Listener::decode(b, version)?); } v };
-            this.features = { let n = wire::get_array_len(b, flexible, "Features")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Feature::decode(b, version)?); } v };
+            this.listeners = {
+                let n = wire::get_array_len(b, flexible, "Listeners")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Listener::decode(b, version)?);
+                }
+                v
+            };
+            this.features = {
+                let n = wire::get_array_len(b, flexible, "Features")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Feature::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -93,10 +115,32 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("controllerId".into(), Value::from(*&self.controller_id));
-            m.insert("incarnationId".into(), Value::String((&self.incarnation_id).to_string()));
-            m.insert("zkMigrationReady".into(), Value::from(*&self.zk_migration_ready));
-            m.insert("listeners".into(), Value::Array((&self.listeners).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("features".into(), Value::Array((&self.features).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "incarnationId".into(),
+                Value::String((&self.incarnation_id).to_string()),
+            );
+            m.insert(
+                "zkMigrationReady".into(),
+                Value::from(*&self.zk_migration_ready),
+            );
+            m.insert(
+                "listeners".into(),
+                Value::Array(
+                    (&self.listeners)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "features".into(),
+                Value::Array(
+                    (&self.features)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -106,9 +150,17 @@ pub mod request {
             this.controller_id = r.i32();
             this.incarnation_id = r.uuid();
             this.zk_migration_ready = r.bool();
-            this.listeners = { let n = r.len(); (0..n).map(|_| Listener::sample(r, version)).collect() };
-            this.features = { let n = r.len(); (0..n).map(|_| Feature::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.listeners = {
+                let n = r.len();
+                (0..n).map(|_| Listener::sample(r, version)).collect()
+            };
+            this.features = {
+                let n = r.len();
+                (0..n).map(|_| Feature::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -171,7 +223,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -187,7 +241,10 @@ pub mod request {
             m.insert("name".into(), Value::String((&self.name).to_string()));
             m.insert("host".into(), Value::String((&self.host).to_string()));
             m.insert("port".into(), Value::from(*&self.port));
-            m.insert("securityProtocol".into(), Value::from(*&self.security_protocol));
+            m.insert(
+                "securityProtocol".into(),
+                Value::from(*&self.security_protocol),
+            );
             Value::Object(m)
         }
 
@@ -198,7 +255,9 @@ pub mod request {
             this.host = r.string();
             this.port = r.u16();
             this.security_protocol = r.i16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -256,7 +315,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -270,8 +331,14 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("minSupportedVersion".into(), Value::from(*&self.min_supported_version));
-            m.insert("maxSupportedVersion".into(), Value::from(*&self.max_supported_version));
+            m.insert(
+                "minSupportedVersion".into(),
+                Value::from(*&self.min_supported_version),
+            );
+            m.insert(
+                "maxSupportedVersion".into(),
+                Value::from(*&self.max_supported_version),
+            );
             Value::Object(m)
         }
 
@@ -281,11 +348,12 @@ pub mod request {
             this.name = r.string();
             this.min_supported_version = r.i16();
             this.max_supported_version = r.i16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ControllerRegistrationResponse`.
@@ -295,10 +363,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ControllerRegistrationResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -330,7 +398,14 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -353,7 +428,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -366,9 +443,18 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -377,10 +463,15 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `CreateDelegationTokenRequest`, versions 1-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -47,11 +47,56 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
-            if version >= 3 { match &self.owner_principal_type { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 3 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "OwnerPrincipalType", version }); } } } }
-            if !(version >= 3) && self.owner_principal_type != Some(String::new()) { return Err(EncodeError::FieldNotInVersion { field: "OwnerPrincipalType", version }); }
-            if version >= 3 { match &self.owner_principal_name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 3 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "OwnerPrincipalName", version }); } } } }
-            if !(version >= 3) && self.owner_principal_name != Some(String::new()) { return Err(EncodeError::FieldNotInVersion { field: "OwnerPrincipalName", version }); }
-            wire::put_array_len(s, (&self.renewers).len(), flexible)?; for e in (&self.renewers).iter() { (e).encode(s, version)?; }
+            if version >= 3 {
+                match &self.owner_principal_type {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 3 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "OwnerPrincipalType",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 3) && self.owner_principal_type != Some(String::new()) {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "OwnerPrincipalType",
+                    version,
+                });
+            }
+            if version >= 3 {
+                match &self.owner_principal_name {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 3 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "OwnerPrincipalName",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 3) && self.owner_principal_name != Some(String::new()) {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "OwnerPrincipalName",
+                    version,
+                });
+            }
+            wire::put_array_len(s, (&self.renewers).len(), flexible)?;
+            for e in (&self.renewers).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i64(s, *&self.max_lifetime_ms);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -59,7 +104,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -70,15 +118,36 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 2;
             let mut this = Self::default();
-            if version >= 3 { this.owner_principal_type = if version >= 3 { wire::get_opt_str(b, flexible, "OwnerPrincipalType")? } else { Some(wire::get_str(b, flexible, "OwnerPrincipalType")?) }; }
-            if version >= 3 { this.owner_principal_name = if version >= 3 { wire::get_opt_str(b, flexible, "OwnerPrincipalName")? } else { Some(wire::get_str(b, flexible, "OwnerPrincipalName")?) }; }
-            this.renewers = { let n = wire::get_array_len(b, flexible, "Renewers")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(CreatableRenewers::decode(b, version)?); } v };
+            if version >= 3 {
+                this.owner_principal_type = if version >= 3 {
+                    wire::get_opt_str(b, flexible, "OwnerPrincipalType")?
+                } else {
+                    Some(wire::get_str(b, flexible, "OwnerPrincipalType")?)
+                };
+            }
+            if version >= 3 {
+                this.owner_principal_name = if version >= 3 {
+                    wire::get_opt_str(b, flexible, "OwnerPrincipalName")?
+                } else {
+                    Some(wire::get_str(b, flexible, "OwnerPrincipalName")?)
+                };
+            }
+            this.renewers = {
+                let n = wire::get_array_len(b, flexible, "Renewers")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(CreatableRenewers::decode(b, version)?);
+                }
+                v
+            };
             this.max_lifetime_ms = wire::get_i64(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -91,9 +160,33 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("ownerPrincipalType".into(), match &self.owner_principal_type { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 3 { m.insert("ownerPrincipalName".into(), match &self.owner_principal_name { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            m.insert("renewers".into(), Value::Array((&self.renewers).iter().map(|e| (e).to_json(version)).collect()));
+            if version >= 3 {
+                m.insert(
+                    "ownerPrincipalType".into(),
+                    match &self.owner_principal_type {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "ownerPrincipalName".into(),
+                    match &self.owner_principal_name {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            m.insert(
+                "renewers".into(),
+                Value::Array(
+                    (&self.renewers)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             m.insert("maxLifetimeMs".into(), Value::from(*&self.max_lifetime_ms));
             Value::Object(m)
         }
@@ -101,11 +194,30 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.owner_principal_type = if (version >= 3) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 3 { this.owner_principal_name = if (version >= 3) && r.null() { None } else { Some(r.string()) }; }
-            this.renewers = { let n = r.len(); (0..n).map(|_| CreatableRenewers::sample(r, version)).collect() };
+            if version >= 3 {
+                this.owner_principal_type = if (version >= 3) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 3 {
+                this.owner_principal_name = if (version >= 3) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            this.renewers = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| CreatableRenewers::sample(r, version))
+                    .collect()
+            };
             this.max_lifetime_ms = r.i64();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -143,7 +255,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -160,7 +275,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -173,8 +290,14 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("principalType".into(), Value::String((&self.principal_type).to_string()));
-            m.insert("principalName".into(), Value::String((&self.principal_name).to_string()));
+            m.insert(
+                "principalType".into(),
+                Value::String((&self.principal_type).to_string()),
+            );
+            m.insert(
+                "principalName".into(),
+                Value::String((&self.principal_name).to_string()),
+            );
             Value::Object(m)
         }
 
@@ -183,11 +306,12 @@ pub mod request {
             let mut this = Self::default();
             this.principal_type = r.string();
             this.principal_name = r.string();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `CreateDelegationTokenResponse`.
@@ -197,10 +321,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `CreateDelegationTokenResponse`, versions 1-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -257,10 +381,24 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             wire::put_str(s, &self.principal_type, flexible)?;
             wire::put_str(s, &self.principal_name, flexible)?;
-            if version >= 3 { wire::put_str(s, &self.token_requester_principal_type, flexible)?; }
-            if !(version >= 3) && !self.token_requester_principal_type.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "TokenRequesterPrincipalType", version }); }
-            if version >= 3 { wire::put_str(s, &self.token_requester_principal_name, flexible)?; }
-            if !(version >= 3) && !self.token_requester_principal_name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "TokenRequesterPrincipalName", version }); }
+            if version >= 3 {
+                wire::put_str(s, &self.token_requester_principal_type, flexible)?;
+            }
+            if !(version >= 3) && !self.token_requester_principal_type.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TokenRequesterPrincipalType",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_str(s, &self.token_requester_principal_name, flexible)?;
+            }
+            if !(version >= 3) && !self.token_requester_principal_name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TokenRequesterPrincipalName",
+                    version,
+                });
+            }
             wire::put_i64(s, *&self.issue_timestamp_ms);
             wire::put_i64(s, *&self.expiry_timestamp_ms);
             wire::put_i64(s, *&self.max_timestamp_ms);
@@ -273,7 +411,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -287,8 +428,14 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.principal_type = wire::get_str(b, flexible, "PrincipalType")?;
             this.principal_name = wire::get_str(b, flexible, "PrincipalName")?;
-            if version >= 3 { this.token_requester_principal_type = wire::get_str(b, flexible, "TokenRequesterPrincipalType")?; }
-            if version >= 3 { this.token_requester_principal_name = wire::get_str(b, flexible, "TokenRequesterPrincipalName")?; }
+            if version >= 3 {
+                this.token_requester_principal_type =
+                    wire::get_str(b, flexible, "TokenRequesterPrincipalType")?;
+            }
+            if version >= 3 {
+                this.token_requester_principal_name =
+                    wire::get_str(b, flexible, "TokenRequesterPrincipalName")?;
+            }
             this.issue_timestamp_ms = wire::get_i64(b)?;
             this.expiry_timestamp_ms = wire::get_i64(b)?;
             this.max_timestamp_ms = wire::get_i64(b)?;
@@ -299,7 +446,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -313,16 +462,47 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("principalType".into(), Value::String((&self.principal_type).to_string()));
-            m.insert("principalName".into(), Value::String((&self.principal_name).to_string()));
-            if version >= 3 { m.insert("tokenRequesterPrincipalType".into(), Value::String((&self.token_requester_principal_type).to_string())); }
-            if version >= 3 { m.insert("tokenRequesterPrincipalName".into(), Value::String((&self.token_requester_principal_name).to_string())); }
-            m.insert("issueTimestampMs".into(), Value::from(*&self.issue_timestamp_ms));
-            m.insert("expiryTimestampMs".into(), Value::from(*&self.expiry_timestamp_ms));
-            m.insert("maxTimestampMs".into(), Value::from(*&self.max_timestamp_ms));
-            m.insert("tokenId".into(), Value::String((&self.token_id).to_string()));
+            m.insert(
+                "principalType".into(),
+                Value::String((&self.principal_type).to_string()),
+            );
+            m.insert(
+                "principalName".into(),
+                Value::String((&self.principal_name).to_string()),
+            );
+            if version >= 3 {
+                m.insert(
+                    "tokenRequesterPrincipalType".into(),
+                    Value::String((&self.token_requester_principal_type).to_string()),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "tokenRequesterPrincipalName".into(),
+                    Value::String((&self.token_requester_principal_name).to_string()),
+                );
+            }
+            m.insert(
+                "issueTimestampMs".into(),
+                Value::from(*&self.issue_timestamp_ms),
+            );
+            m.insert(
+                "expiryTimestampMs".into(),
+                Value::from(*&self.expiry_timestamp_ms),
+            );
+            m.insert(
+                "maxTimestampMs".into(),
+                Value::from(*&self.max_timestamp_ms),
+            );
+            m.insert(
+                "tokenId".into(),
+                Value::String((&self.token_id).to_string()),
+            );
             m.insert("hmac".into(), oracle::json_bytes(&self.hmac));
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             Value::Object(m)
         }
 
@@ -332,17 +512,22 @@ pub mod response {
             this.error_code = r.i16();
             this.principal_type = r.string();
             this.principal_name = r.string();
-            if version >= 3 { this.token_requester_principal_type = r.string(); }
-            if version >= 3 { this.token_requester_principal_name = r.string(); }
+            if version >= 3 {
+                this.token_requester_principal_type = r.string();
+            }
+            if version >= 3 {
+                this.token_requester_principal_name = r.string();
+            }
             this.issue_timestamp_ms = r.i64();
             this.expiry_timestamp_ms = r.i64();
             this.max_timestamp_ms = r.i64();
             this.token_id = r.string();
             this.hmac = r.bytes();
             this.throttle_time_ms = r.i32();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `CreateTopicsRequest`, versions 2-7, flexible in 5-7.
     #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +44,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i32(s, *&self.timeout_ms);
             wire::put_bool(s, *&self.validate_only);
             if flexible {
@@ -53,7 +56,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -64,14 +70,23 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 5;
             let mut this = Self::default();
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(CreatableTopic::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(CreatableTopic::decode(b, version)?);
+                }
+                v
+            };
             this.timeout_ms = wire::get_i32(b)?;
             this.validate_only = wire::get_bool(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -84,7 +99,15 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms));
             m.insert("validateOnly".into(), Value::from(*&self.validate_only));
             Value::Object(m)
@@ -93,10 +116,15 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.topics = { let n = r.len(); (0..n).map(|_| CreatableTopic::sample(r, version)).collect() };
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| CreatableTopic::sample(r, version)).collect()
+            };
             this.timeout_ms = r.i32();
             this.validate_only = r.bool();
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -138,15 +166,24 @@ pub mod request {
             wire::put_str(s, &self.name, flexible)?;
             wire::put_i32(s, *&self.num_partitions);
             wire::put_i16(s, *&self.replication_factor);
-            wire::put_array_len(s, (&self.assignments).len(), flexible)?; for e in (&self.assignments).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.configs).len(), flexible)?; for e in (&self.configs).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.assignments).len(), flexible)?;
+            for e in (&self.assignments).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.configs).len(), flexible)?;
+            for e in (&self.configs).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -160,13 +197,29 @@ pub mod request {
             this.name = wire::get_str(b, flexible, "Name")?;
             this.num_partitions = wire::get_i32(b)?;
             this.replication_factor = wire::get_i16(b)?;
-            this.assignments = { let n = wire::get_array_len(b, flexible, "Assignments")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(CreatableReplicaAssignment::decode(b, version)?); } v };
-            this.configs = { let n = wire::get_array_len(b, flexible, "Configs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(CreatableTopicConfig::decode(b, version)?); } v };
+            this.assignments = {
+                let n = wire::get_array_len(b, flexible, "Assignments")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(CreatableReplicaAssignment::decode(b, version)?);
+                }
+                v
+            };
+            this.configs = {
+                let n = wire::get_array_len(b, flexible, "Configs")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(CreatableTopicConfig::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -181,9 +234,28 @@ pub mod request {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
             m.insert("numPartitions".into(), Value::from(*&self.num_partitions));
-            m.insert("replicationFactor".into(), Value::from(*&self.replication_factor));
-            m.insert("assignments".into(), Value::Array((&self.assignments).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("configs".into(), Value::Array((&self.configs).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "replicationFactor".into(),
+                Value::from(*&self.replication_factor),
+            );
+            m.insert(
+                "assignments".into(),
+                Value::Array(
+                    (&self.assignments)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "configs".into(),
+                Value::Array(
+                    (&self.configs)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -193,9 +265,21 @@ pub mod request {
             this.name = r.string();
             this.num_partitions = r.i32();
             this.replication_factor = r.i16();
-            this.assignments = { let n = r.len(); (0..n).map(|_| CreatableReplicaAssignment::sample(r, version)).collect() };
-            this.configs = { let n = r.len(); (0..n).map(|_| CreatableTopicConfig::sample(r, version)).collect() };
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.assignments = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| CreatableReplicaAssignment::sample(r, version))
+                    .collect()
+            };
+            this.configs = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| CreatableTopicConfig::sample(r, version))
+                    .collect()
+            };
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -226,14 +310,20 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
             wire::put_i32(s, *&self.partition_index);
-            wire::put_array_len(s, (&self.broker_ids).len(), flexible)?; for e in (&self.broker_ids).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.broker_ids).len(), flexible)?;
+            for e in (&self.broker_ids).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -245,12 +335,21 @@ pub mod request {
             let flexible = version >= 5;
             let mut this = Self::default();
             this.partition_index = wire::get_i32(b)?;
-            this.broker_ids = { let n = wire::get_array_len(b, flexible, "BrokerIds")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.broker_ids = {
+                let n = wire::get_array_len(b, flexible, "BrokerIds")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -264,7 +363,10 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
-            m.insert("brokerIds".into(), Value::Array((&self.broker_ids).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "brokerIds".into(),
+                Value::Array((&self.broker_ids).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -272,8 +374,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.partition_index = r.i32();
-            this.broker_ids = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.broker_ids = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -304,14 +411,24 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
             wire::put_str(s, &self.name, flexible)?;
-            match &self.value { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.value {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -328,7 +445,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -342,7 +461,13 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("value".into(), match &self.value { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "value".into(),
+                match &self.value {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -350,12 +475,17 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.value = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.value = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `CreateTopicsResponse`.
@@ -365,10 +495,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `CreateTopicsResponse`, versions 2-7, flexible in 5-7.
     #[derive(Debug, Clone, PartialEq)]
@@ -396,14 +526,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -415,12 +551,21 @@ pub mod response {
             let flexible = version >= 5;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(CreatableTopicResult::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(CreatableTopicResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -433,8 +578,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -442,8 +598,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.topics = { let n = r.len(); (0..n).map(|_| CreatableTopicResult::sample(r, version)).collect() };
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| CreatableTopicResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -492,22 +655,68 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
             wire::put_str(s, &self.name, flexible)?;
-            if version >= 7 { wire::put_uuid(s, &self.topic_id); }
+            if version >= 7 {
+                wire::put_uuid(s, &self.topic_id);
+            }
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            if version >= 5 { wire::put_i32(s, *&self.num_partitions); }
-            if version >= 5 { wire::put_i16(s, *&self.replication_factor); }
-            if version >= 5 { match &self.configs { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { if version >= 5 { wire::put_null_len(s, flexible); } else { return Err(EncodeError::NullNotAllowed { field: "Configs", version }); } } } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            if version >= 5 {
+                wire::put_i32(s, *&self.num_partitions);
+            }
+            if version >= 5 {
+                wire::put_i16(s, *&self.replication_factor);
+            }
+            if version >= 5 {
+                match &self.configs {
+                    Some(v) => {
+                        wire::put_array_len(s, (v).len(), flexible)?;
+                        for e in (v).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_null_len(s, flexible);
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Configs",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 5 && self.topic_config_error_code != 0i16 { n += 1; }
+                if version >= 5 && self.topic_config_error_code != 0i16 {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 5 && self.topic_config_error_code != 0i16 { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_i16(s, *&self.topic_config_error_code); } wire::put_uvarint(s, counter.0 as u32); wire::put_i16(s, *&self.topic_config_error_code); }
+                if version >= 5 && self.topic_config_error_code != 0i16 {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_i16(s, *&self.topic_config_error_code);
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_i16(s, *&self.topic_config_error_code);
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -519,18 +728,53 @@ pub mod response {
             let flexible = version >= 5;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            if version >= 7 { this.topic_id = wire::get_uuid(b)?; }
+            if version >= 7 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
-            if version >= 5 { this.num_partitions = wire::get_i32(b)?; }
-            if version >= 5 { this.replication_factor = wire::get_i16(b)?; }
-            if version >= 5 { this.configs = if version >= 5 { match wire::get_opt_array_len(b, flexible, "Configs")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(CreatableTopicConfigs::decode(b, version)?); } Some(v) } } } else { Some({ let n = wire::get_array_len(b, flexible, "Configs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(CreatableTopicConfigs::decode(b, version)?); } v }) }; }
+            if version >= 5 {
+                this.num_partitions = wire::get_i32(b)?;
+            }
+            if version >= 5 {
+                this.replication_factor = wire::get_i16(b)?;
+            }
+            if version >= 5 {
+                this.configs = if version >= 5 {
+                    match wire::get_opt_array_len(b, flexible, "Configs")? {
+                        None => None,
+                        Some(n) => {
+                            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                            for _ in 0..n {
+                                v.push(CreatableTopicConfigs::decode(b, version)?);
+                            }
+                            Some(v)
+                        }
+                    }
+                } else {
+                    Some({
+                        let n = wire::get_array_len(b, flexible, "Configs")?;
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(CreatableTopicConfigs::decode(b, version)?);
+                        }
+                        v
+                    })
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 5 => { let declared = data.len(); let b = &mut data; this.topic_config_error_code = wire::get_i16(b)?; wire::tagged_done(b, declared, "TopicConfigErrorCode")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 5 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.topic_config_error_code = wire::get_i16(b)?;
+                            wire::tagged_done(b, declared, "TopicConfigErrorCode")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -544,13 +788,44 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            if version >= 7 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
+            if version >= 7 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version >= 5 { m.insert("topicConfigErrorCode".into(), Value::from(*&self.topic_config_error_code)); }
-            if version >= 5 { m.insert("numPartitions".into(), Value::from(*&self.num_partitions)); }
-            if version >= 5 { m.insert("replicationFactor".into(), Value::from(*&self.replication_factor)); }
-            if version >= 5 { m.insert("configs".into(), match &self.configs { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null }); }
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if (false) || ((version >= 5) && self.topic_config_error_code != 0i16) {
+                m.insert(
+                    "topicConfigErrorCode".into(),
+                    Value::from(*&self.topic_config_error_code),
+                );
+            }
+            if version >= 5 {
+                m.insert("numPartitions".into(), Value::from(*&self.num_partitions));
+            }
+            if version >= 5 {
+                m.insert(
+                    "replicationFactor".into(),
+                    Value::from(*&self.replication_factor),
+                );
+            }
+            if version >= 5 {
+                m.insert(
+                    "configs".into(),
+                    match &self.configs {
+                        Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
@@ -558,14 +833,39 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            if version >= 7 { this.topic_id = r.uuid(); }
+            if version >= 7 {
+                this.topic_id = r.uuid();
+            }
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 5 { this.topic_config_error_code = r.i16(); }
-            if version >= 5 { this.num_partitions = r.i32(); }
-            if version >= 5 { this.replication_factor = r.i16(); }
-            if version >= 5 { this.configs = if (version >= 5) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| CreatableTopicConfigs::sample(r, version)).collect() }) }; }
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 5 {
+                this.topic_config_error_code = r.i16();
+            }
+            if version >= 5 {
+                this.num_partitions = r.i32();
+            }
+            if version >= 5 {
+                this.replication_factor = r.i16();
+            }
+            if version >= 5 {
+                this.configs = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some({
+                        let n = r.len();
+                        (0..n)
+                            .map(|_| CreatableTopicConfigs::sample(r, version))
+                            .collect()
+                    })
+                };
+            }
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -604,22 +904,69 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
-            if version >= 5 { wire::put_str(s, &self.name, flexible)?; }
-            if !(version >= 5) && !self.name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version >= 5 { match &self.value { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Value", version }); } } } }
-            if !(version >= 5) && self.value != Some(String::new()) { return Err(EncodeError::FieldNotInVersion { field: "Value", version }); }
-            if version >= 5 { wire::put_bool(s, *&self.read_only); }
-            if !(version >= 5) && self.read_only != false { return Err(EncodeError::FieldNotInVersion { field: "ReadOnly", version }); }
-            if version >= 5 { wire::put_i8(s, *&self.config_source); }
-            if version >= 5 { wire::put_bool(s, *&self.is_sensitive); }
-            if !(version >= 5) && self.is_sensitive != false { return Err(EncodeError::FieldNotInVersion { field: "IsSensitive", version }); }
+            if version >= 5 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if !(version >= 5) && !self.name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version >= 5 {
+                match &self.value {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Value",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 5) && self.value != Some(String::new()) {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Value",
+                    version,
+                });
+            }
+            if version >= 5 {
+                wire::put_bool(s, *&self.read_only);
+            }
+            if !(version >= 5) && self.read_only != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ReadOnly",
+                    version,
+                });
+            }
+            if version >= 5 {
+                wire::put_i8(s, *&self.config_source);
+            }
+            if version >= 5 {
+                wire::put_bool(s, *&self.is_sensitive);
+            }
+            if !(version >= 5) && self.is_sensitive != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IsSensitive",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -630,16 +977,32 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 5;
             let mut this = Self::default();
-            if version >= 5 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 5 { this.value = if version >= 5 { wire::get_opt_str(b, flexible, "Value")? } else { Some(wire::get_str(b, flexible, "Value")?) }; }
-            if version >= 5 { this.read_only = wire::get_bool(b)?; }
-            if version >= 5 { this.config_source = wire::get_i8(b)?; }
-            if version >= 5 { this.is_sensitive = wire::get_bool(b)?; }
+            if version >= 5 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 5 {
+                this.value = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "Value")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Value")?)
+                };
+            }
+            if version >= 5 {
+                this.read_only = wire::get_bool(b)?;
+            }
+            if version >= 5 {
+                this.config_source = wire::get_i8(b)?;
+            }
+            if version >= 5 {
+                this.is_sensitive = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -652,25 +1015,56 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 5 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 5 { m.insert("value".into(), match &self.value { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 5 { m.insert("readOnly".into(), Value::from(*&self.read_only)); }
-            if version >= 5 { m.insert("configSource".into(), Value::from(*&self.config_source)); }
-            if version >= 5 { m.insert("isSensitive".into(), Value::from(*&self.is_sensitive)); }
+            if version >= 5 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 5 {
+                m.insert(
+                    "value".into(),
+                    match &self.value {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 5 {
+                m.insert("readOnly".into(), Value::from(*&self.read_only));
+            }
+            if version >= 5 {
+                m.insert("configSource".into(), Value::from(*&self.config_source));
+            }
+            if version >= 5 {
+                m.insert("isSensitive".into(), Value::from(*&self.is_sensitive));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 5 { this.name = r.string(); }
-            if version >= 5 { this.value = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 5 { this.read_only = r.bool(); }
-            if version >= 5 { this.config_source = r.i8(); }
-            if version >= 5 { this.is_sensitive = r.bool(); }
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 5 {
+                this.name = r.string();
+            }
+            if version >= 5 {
+                this.value = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 5 {
+                this.read_only = r.bool();
+            }
+            if version >= 5 {
+                this.config_source = r.i8();
+            }
+            if version >= 5 {
+                this.is_sensitive = r.bool();
+            }
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

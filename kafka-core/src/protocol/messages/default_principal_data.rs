@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `DefaultPrincipalData`, versions 0, flexible in 0.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +64,9 @@ impl Decodable for DefaultPrincipalData {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -79,7 +81,10 @@ impl OracleExt for DefaultPrincipalData {
         let mut m = serde_json::Map::new();
         m.insert("type".into(), Value::String((&self.type_).to_string()));
         m.insert("name".into(), Value::String((&self.name).to_string()));
-        m.insert("tokenAuthenticated".into(), Value::from(*&self.token_authenticated));
+        m.insert(
+            "tokenAuthenticated".into(),
+            Value::from(*&self.token_authenticated),
+        );
         Value::Object(m)
     }
 
@@ -89,7 +94,9 @@ impl OracleExt for DefaultPrincipalData {
         this.type_ = r.string();
         this.name = r.string();
         this.token_authenticated = r.bool();
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }

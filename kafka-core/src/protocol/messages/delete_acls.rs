@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DeleteAclsRequest`, versions 1-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -38,14 +38,20 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
-            wire::put_array_len(s, (&self.filters).len(), flexible)?; for e in (&self.filters).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.filters).len(), flexible)?;
+            for e in (&self.filters).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -56,12 +62,21 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 2;
             let mut this = Self::default();
-            this.filters = { let n = wire::get_array_len(b, flexible, "Filters")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DeleteAclsFilter::decode(b, version)?); } v };
+            this.filters = {
+                let n = wire::get_array_len(b, flexible, "Filters")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DeleteAclsFilter::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -74,15 +89,30 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("filters".into(), Value::Array((&self.filters).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "filters".into(),
+                Value::Array(
+                    (&self.filters)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.filters = { let n = r.len(); (0..n).map(|_| DeleteAclsFilter::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.filters = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DeleteAclsFilter::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -128,10 +158,31 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i8(s, *&self.resource_type_filter);
-            match &self.resource_name_filter { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.resource_name_filter {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i8(s, *&self.pattern_type_filter);
-            match &self.principal_filter { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.host_filter { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.principal_filter {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.host_filter {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i8(s, *&self.operation);
             wire::put_i8(s, *&self.permission_type);
             if flexible {
@@ -140,7 +191,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -162,7 +216,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -175,11 +231,35 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("resourceTypeFilter".into(), Value::from(*&self.resource_type_filter));
-            m.insert("resourceNameFilter".into(), match &self.resource_name_filter { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("patternTypeFilter".into(), Value::from(*&self.pattern_type_filter));
-            m.insert("principalFilter".into(), match &self.principal_filter { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("hostFilter".into(), match &self.host_filter { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "resourceTypeFilter".into(),
+                Value::from(*&self.resource_type_filter),
+            );
+            m.insert(
+                "resourceNameFilter".into(),
+                match &self.resource_name_filter {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "patternTypeFilter".into(),
+                Value::from(*&self.pattern_type_filter),
+            );
+            m.insert(
+                "principalFilter".into(),
+                match &self.principal_filter {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "hostFilter".into(),
+                match &self.host_filter {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("operation".into(), Value::from(*&self.operation));
             m.insert("permissionType".into(), Value::from(*&self.permission_type));
             Value::Object(m)
@@ -189,17 +269,30 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.resource_type_filter = r.i8();
-            this.resource_name_filter = if (true) && r.null() { None } else { Some(r.string()) };
+            this.resource_name_filter = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.pattern_type_filter = r.i8();
-            this.principal_filter = if (true) && r.null() { None } else { Some(r.string()) };
-            this.host_filter = if (true) && r.null() { None } else { Some(r.string()) };
+            this.principal_filter = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.host_filter = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.operation = r.i8();
             this.permission_type = r.i8();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DeleteAclsResponse`.
@@ -209,10 +302,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DeleteAclsResponse`, versions 1-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -240,14 +333,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.filter_results).len(), flexible)?; for e in (&self.filter_results).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.filter_results).len(), flexible)?;
+            for e in (&self.filter_results).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -259,12 +358,21 @@ pub mod response {
             let flexible = version >= 2;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.filter_results = { let n = wire::get_array_len(b, flexible, "FilterResults")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DeleteAclsFilterResult::decode(b, version)?); } v };
+            this.filter_results = {
+                let n = wire::get_array_len(b, flexible, "FilterResults")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DeleteAclsFilterResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -277,8 +385,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("filterResults".into(), Value::Array((&self.filter_results).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "filterResults".into(),
+                Value::Array(
+                    (&self.filter_results)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -286,8 +405,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.filter_results = { let n = r.len(); (0..n).map(|_| DeleteAclsFilterResult::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.filter_results = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DeleteAclsFilterResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -321,15 +447,28 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            wire::put_array_len(s, (&self.matching_acls).len(), flexible)?; for e in (&self.matching_acls).iter() { (e).encode(s, version)?; }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            wire::put_array_len(s, (&self.matching_acls).len(), flexible)?;
+            for e in (&self.matching_acls).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -342,12 +481,21 @@ pub mod response {
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
-            this.matching_acls = { let n = wire::get_array_len(b, flexible, "MatchingAcls")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DeleteAclsMatchingAcl::decode(b, version)?); } v };
+            this.matching_acls = {
+                let n = wire::get_array_len(b, flexible, "MatchingAcls")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DeleteAclsMatchingAcl::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -361,8 +509,22 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("matchingAcls".into(), Value::Array((&self.matching_acls).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "matchingAcls".into(),
+                Value::Array(
+                    (&self.matching_acls)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -370,9 +532,20 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            this.matching_acls = { let n = r.len(); (0..n).map(|_| DeleteAclsMatchingAcl::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.matching_acls = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DeleteAclsMatchingAcl::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -424,7 +597,14 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i8(s, *&self.resource_type);
             wire::put_str(s, &self.resource_name, flexible)?;
             wire::put_i8(s, *&self.pattern_type);
@@ -438,7 +618,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -462,7 +645,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -476,11 +661,23 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("resourceType".into(), Value::from(*&self.resource_type));
-            m.insert("resourceName".into(), Value::String((&self.resource_name).to_string()));
+            m.insert(
+                "resourceName".into(),
+                Value::String((&self.resource_name).to_string()),
+            );
             m.insert("patternType".into(), Value::from(*&self.pattern_type));
-            m.insert("principal".into(), Value::String((&self.principal).to_string()));
+            m.insert(
+                "principal".into(),
+                Value::String((&self.principal).to_string()),
+            );
             m.insert("host".into(), Value::String((&self.host).to_string()));
             m.insert("operation".into(), Value::from(*&self.operation));
             m.insert("permissionType".into(), Value::from(*&self.permission_type));
@@ -491,7 +688,11 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.resource_type = r.i8();
             this.resource_name = r.string();
             this.pattern_type = r.i8();
@@ -499,9 +700,10 @@ pub mod response {
             this.host = r.string();
             this.operation = r.i8();
             this.permission_type = r.i8();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DeleteGroupsRequest`, versions 0-2, flexible in 2.
     #[derive(Debug, Clone, PartialEq)]
@@ -38,14 +38,20 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
-            wire::put_array_len(s, (&self.groups_names).len(), flexible)?; for e in (&self.groups_names).iter() { wire::put_str(s, e, flexible)?; }
+            wire::put_array_len(s, (&self.groups_names).len(), flexible)?;
+            for e in (&self.groups_names).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -56,12 +62,21 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 2;
             let mut this = Self::default();
-            this.groups_names = { let n = wire::get_array_len(b, flexible, "GroupsNames")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "GroupsNames")?); } v };
+            this.groups_names = {
+                let n = wire::get_array_len(b, flexible, "GroupsNames")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "GroupsNames")?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -74,19 +89,31 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupsNames".into(), Value::Array((&self.groups_names).iter().map(|e| Value::String((e).to_string())).collect()));
+            m.insert(
+                "groupsNames".into(),
+                Value::Array(
+                    (&self.groups_names)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.groups_names = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.groups_names = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DeleteGroupsResponse`.
@@ -96,10 +123,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DeleteGroupsResponse`, versions 0-2, flexible in 2.
     #[derive(Debug, Clone, PartialEq)]
@@ -127,14 +154,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.results).len(), flexible)?; for e in (&self.results).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.results).len(), flexible)?;
+            for e in (&self.results).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -146,12 +179,21 @@ pub mod response {
             let flexible = version >= 2;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.results = { let n = wire::get_array_len(b, flexible, "Results")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DeletableGroupResult::decode(b, version)?); } v };
+            this.results = {
+                let n = wire::get_array_len(b, flexible, "Results")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DeletableGroupResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -164,8 +206,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("results".into(), Value::Array((&self.results).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "results".into(),
+                Value::Array(
+                    (&self.results)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -173,8 +226,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.results = { let n = r.len(); (0..n).map(|_| DeletableGroupResult::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.results = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DeletableGroupResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -212,7 +272,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -229,7 +292,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -242,7 +307,10 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             Value::Object(m)
         }
@@ -252,9 +320,10 @@ pub mod response {
             let mut this = Self::default();
             this.group_id = r.string();
             this.error_code = r.i16();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DeleteTopicsRequest`, versions 1-6, flexible in 4-6.
     #[derive(Debug, Clone, PartialEq)]
@@ -44,9 +44,24 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            if version >= 6 { wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; } }
-            if !(version >= 6) && !self.topics.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Topics", version }); }
-            if version <= 5 { wire::put_array_len(s, (&self.topic_names).len(), flexible)?; for e in (&self.topic_names).iter() { wire::put_str(s, e, flexible)?; } }
+            if version >= 6 {
+                wire::put_array_len(s, (&self.topics).len(), flexible)?;
+                for e in (&self.topics).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 6) && !self.topics.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Topics",
+                    version,
+                });
+            }
+            if version <= 5 {
+                wire::put_array_len(s, (&self.topic_names).len(), flexible)?;
+                for e in (&self.topic_names).iter() {
+                    wire::put_str(s, e, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.timeout_ms);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -54,7 +69,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -65,14 +83,34 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            if version >= 6 { this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DeleteTopicState::decode(b, version)?); } v }; }
-            if version <= 5 { this.topic_names = { let n = wire::get_array_len(b, flexible, "TopicNames")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "TopicNames")?); } v }; }
+            if version >= 6 {
+                this.topics = {
+                    let n = wire::get_array_len(b, flexible, "Topics")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(DeleteTopicState::decode(b, version)?);
+                    }
+                    v
+                };
+            }
+            if version <= 5 {
+                this.topic_names = {
+                    let n = wire::get_array_len(b, flexible, "TopicNames")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_str(b, flexible, "TopicNames")?);
+                    }
+                    v
+                };
+            }
             this.timeout_ms = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -85,8 +123,28 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 6 { m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect())); }
-            if version <= 5 { m.insert("topicNames".into(), Value::Array((&self.topic_names).iter().map(|e| Value::String((e).to_string())).collect())); }
+            if version >= 6 {
+                m.insert(
+                    "topics".into(),
+                    Value::Array(
+                        (&self.topics)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if version <= 5 {
+                m.insert(
+                    "topicNames".into(),
+                    Value::Array(
+                        (&self.topic_names)
+                            .iter()
+                            .map(|e| Value::String((e).to_string()))
+                            .collect(),
+                    ),
+                );
+            }
             m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms));
             Value::Object(m)
         }
@@ -94,10 +152,24 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 6 { this.topics = { let n = r.len(); (0..n).map(|_| DeleteTopicState::sample(r, version)).collect() }; }
-            if version <= 5 { this.topic_names = { let n = r.len(); (0..n).map(|_| r.string()).collect() }; }
+            if version >= 6 {
+                this.topics = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| DeleteTopicState::sample(r, version))
+                        .collect()
+                };
+            }
+            if version <= 5 {
+                this.topic_names = {
+                    let n = r.len();
+                    (0..n).map(|_| r.string()).collect()
+                };
+            }
             this.timeout_ms = r.i32();
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -127,17 +199,48 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            if version >= 6 { match &self.name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 6 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Name", version }); } } } }
-            if !(version >= 6) && self.name != None { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version >= 6 { wire::put_uuid(s, &self.topic_id); }
-            if !(version >= 6) && self.topic_id != Uuid::ZERO { return Err(EncodeError::FieldNotInVersion { field: "TopicId", version }); }
+            if version >= 6 {
+                match &self.name {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 6 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Name",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 6) && self.name != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version >= 6 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            if !(version >= 6) && self.topic_id != Uuid::ZERO {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TopicId",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -148,13 +251,23 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            if version >= 6 { this.name = if version >= 6 { wire::get_opt_str(b, flexible, "Name")? } else { Some(wire::get_str(b, flexible, "Name")?) }; }
-            if version >= 6 { this.topic_id = wire::get_uuid(b)?; }
+            if version >= 6 {
+                this.name = if version >= 6 {
+                    wire::get_opt_str(b, flexible, "Name")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Name")?)
+                };
+            }
+            if version >= 6 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -167,21 +280,43 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 6 { m.insert("name".into(), match &self.name { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 6 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
+            if version >= 6 {
+                m.insert(
+                    "name".into(),
+                    match &self.name {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 6 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 6 { this.name = if (version >= 6) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 6 { this.topic_id = r.uuid(); }
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 6 {
+                this.name = if (version >= 6) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 6 {
+                this.topic_id = r.uuid();
+            }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DeleteTopicsResponse`.
@@ -191,10 +326,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DeleteTopicsResponse`, versions 1-6, flexible in 4-6.
     #[derive(Debug, Clone, PartialEq)]
@@ -222,14 +357,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.responses).len(), flexible)?; for e in (&self.responses).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.responses).len(), flexible)?;
+            for e in (&self.responses).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -241,12 +382,21 @@ pub mod response {
             let flexible = version >= 4;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.responses = { let n = wire::get_array_len(b, flexible, "Responses")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DeletableTopicResult::decode(b, version)?); } v };
+            this.responses = {
+                let n = wire::get_array_len(b, flexible, "Responses")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DeletableTopicResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -259,8 +409,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("responses".into(), Value::Array((&self.responses).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "responses".into(),
+                Value::Array(
+                    (&self.responses)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -268,8 +429,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.responses = { let n = r.len(); (0..n).map(|_| DeletableTopicResult::sample(r, version)).collect() };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.responses = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DeletableTopicResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -305,17 +473,52 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            match &self.name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 6 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Name", version }); } } }
-            if version >= 6 { wire::put_uuid(s, &self.topic_id); }
+            match &self.name {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    if version >= 6 {
+                        wire::put_opt_str(s, None, flexible)?;
+                    } else {
+                        return Err(EncodeError::NullNotAllowed {
+                            field: "Name",
+                            version,
+                        });
+                    }
+                }
+            }
+            if version >= 6 {
+                wire::put_uuid(s, &self.topic_id);
+            }
             wire::put_i16(s, *&self.error_code);
-            if version >= 5 { match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ErrorMessage", version }); } } } }
+            if version >= 5 {
+                match &self.error_message {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ErrorMessage",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -326,15 +529,29 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            this.name = if version >= 6 { wire::get_opt_str(b, flexible, "Name")? } else { Some(wire::get_str(b, flexible, "Name")?) };
-            if version >= 6 { this.topic_id = wire::get_uuid(b)?; }
+            this.name = if version >= 6 {
+                wire::get_opt_str(b, flexible, "Name")?
+            } else {
+                Some(wire::get_str(b, flexible, "Name")?)
+            };
+            if version >= 6 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
             this.error_code = wire::get_i16(b)?;
-            if version >= 5 { this.error_message = if version >= 5 { wire::get_opt_str(b, flexible, "ErrorMessage")? } else { Some(wire::get_str(b, flexible, "ErrorMessage")?) }; }
+            if version >= 5 {
+                this.error_message = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "ErrorMessage")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ErrorMessage")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -347,23 +564,55 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("name".into(), match &self.name { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version >= 6 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
+            m.insert(
+                "name".into(),
+                match &self.name {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 6 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            if version >= 5 { m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 5 {
+                m.insert(
+                    "errorMessage".into(),
+                    match &self.error_message {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.name = if (version >= 6) && r.null() { None } else { Some(r.string()) };
-            if version >= 6 { this.topic_id = r.uuid(); }
+            this.name = if (version >= 6) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 6 {
+                this.topic_id = r.uuid();
+            }
             this.error_code = r.i16();
-            if version >= 5 { this.error_message = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 5 {
+                this.error_message = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeAclsRequest`, versions 1-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -57,10 +57,31 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i8(s, *&self.resource_type_filter);
-            match &self.resource_name_filter { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.resource_name_filter {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i8(s, *&self.pattern_type_filter);
-            match &self.principal_filter { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.host_filter { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.principal_filter {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.host_filter {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i8(s, *&self.operation);
             wire::put_i8(s, *&self.permission_type);
             if flexible {
@@ -69,7 +90,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -91,7 +115,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -104,11 +130,35 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("resourceTypeFilter".into(), Value::from(*&self.resource_type_filter));
-            m.insert("resourceNameFilter".into(), match &self.resource_name_filter { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("patternTypeFilter".into(), Value::from(*&self.pattern_type_filter));
-            m.insert("principalFilter".into(), match &self.principal_filter { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("hostFilter".into(), match &self.host_filter { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "resourceTypeFilter".into(),
+                Value::from(*&self.resource_type_filter),
+            );
+            m.insert(
+                "resourceNameFilter".into(),
+                match &self.resource_name_filter {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "patternTypeFilter".into(),
+                Value::from(*&self.pattern_type_filter),
+            );
+            m.insert(
+                "principalFilter".into(),
+                match &self.principal_filter {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "hostFilter".into(),
+                match &self.host_filter {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("operation".into(), Value::from(*&self.operation));
             m.insert("permissionType".into(), Value::from(*&self.permission_type));
             Value::Object(m)
@@ -118,17 +168,30 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.resource_type_filter = r.i8();
-            this.resource_name_filter = if (true) && r.null() { None } else { Some(r.string()) };
+            this.resource_name_filter = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.pattern_type_filter = r.i8();
-            this.principal_filter = if (true) && r.null() { None } else { Some(r.string()) };
-            this.host_filter = if (true) && r.null() { None } else { Some(r.string()) };
+            this.principal_filter = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.host_filter = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.operation = r.i8();
             this.permission_type = r.i8();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeAclsResponse`.
@@ -138,10 +201,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeAclsResponse`, versions 1-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -176,15 +239,28 @@ pub mod response {
             let flexible = version >= 2;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            wire::put_array_len(s, (&self.resources).len(), flexible)?; for e in (&self.resources).iter() { (e).encode(s, version)?; }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            wire::put_array_len(s, (&self.resources).len(), flexible)?;
+            for e in (&self.resources).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -198,12 +274,21 @@ pub mod response {
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
-            this.resources = { let n = wire::get_array_len(b, flexible, "Resources")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeAclsResource::decode(b, version)?); } v };
+            this.resources = {
+                let n = wire::get_array_len(b, flexible, "Resources")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeAclsResource::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -216,10 +301,27 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("resources".into(), Value::Array((&self.resources).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "resources".into(),
+                Value::Array(
+                    (&self.resources)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -228,9 +330,20 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            this.resources = { let n = r.len(); (0..n).map(|_| DescribeAclsResource::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.resources = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeAclsResource::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -269,14 +382,20 @@ pub mod response {
             wire::put_i8(s, *&self.resource_type);
             wire::put_str(s, &self.resource_name, flexible)?;
             wire::put_i8(s, *&self.pattern_type);
-            wire::put_array_len(s, (&self.acls).len(), flexible)?; for e in (&self.acls).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.acls).len(), flexible)?;
+            for e in (&self.acls).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -290,12 +409,21 @@ pub mod response {
             this.resource_type = wire::get_i8(b)?;
             this.resource_name = wire::get_str(b, flexible, "ResourceName")?;
             this.pattern_type = wire::get_i8(b)?;
-            this.acls = { let n = wire::get_array_len(b, flexible, "Acls")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AclDescription::decode(b, version)?); } v };
+            this.acls = {
+                let n = wire::get_array_len(b, flexible, "Acls")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(AclDescription::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -309,9 +437,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("resourceType".into(), Value::from(*&self.resource_type));
-            m.insert("resourceName".into(), Value::String((&self.resource_name).to_string()));
+            m.insert(
+                "resourceName".into(),
+                Value::String((&self.resource_name).to_string()),
+            );
             m.insert("patternType".into(), Value::from(*&self.pattern_type));
-            m.insert("acls".into(), Value::Array((&self.acls).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "acls".into(),
+                Value::Array((&self.acls).iter().map(|e| (e).to_json(version)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -321,8 +455,13 @@ pub mod response {
             this.resource_type = r.i8();
             this.resource_name = r.string();
             this.pattern_type = r.i8();
-            this.acls = { let n = r.len(); (0..n).map(|_| AclDescription::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.acls = {
+                let n = r.len();
+                (0..n).map(|_| AclDescription::sample(r, version)).collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -368,7 +507,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -387,7 +529,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -400,7 +544,10 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("principal".into(), Value::String((&self.principal).to_string()));
+            m.insert(
+                "principal".into(),
+                Value::String((&self.principal).to_string()),
+            );
             m.insert("host".into(), Value::String((&self.host).to_string()));
             m.insert("operation".into(), Value::from(*&self.operation));
             m.insert("permissionType".into(), Value::from(*&self.permission_type));
@@ -414,9 +561,10 @@ pub mod response {
             this.host = r.string();
             this.operation = r.i8();
             this.permission_type = r.i8();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

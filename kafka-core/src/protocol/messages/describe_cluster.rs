@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeClusterRequest`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -45,10 +45,24 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_bool(s, *&self.include_cluster_authorized_operations);
-            if version >= 1 { wire::put_i8(s, *&self.endpoint_type); }
-            if !(version >= 1) && self.endpoint_type != 1i8 { return Err(EncodeError::FieldNotInVersion { field: "EndpointType", version }); }
-            if version >= 2 { wire::put_bool(s, *&self.include_fenced_brokers); }
-            if !(version >= 2) && self.include_fenced_brokers != false { return Err(EncodeError::FieldNotInVersion { field: "IncludeFencedBrokers", version }); }
+            if version >= 1 {
+                wire::put_i8(s, *&self.endpoint_type);
+            }
+            if !(version >= 1) && self.endpoint_type != 1i8 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "EndpointType",
+                    version,
+                });
+            }
+            if version >= 2 {
+                wire::put_bool(s, *&self.include_fenced_brokers);
+            }
+            if !(version >= 2) && self.include_fenced_brokers != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IncludeFencedBrokers",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -65,13 +79,19 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.include_cluster_authorized_operations = wire::get_bool(b)?;
-            if version >= 1 { this.endpoint_type = wire::get_i8(b)?; }
-            if version >= 2 { this.include_fenced_brokers = wire::get_bool(b)?; }
+            if version >= 1 {
+                this.endpoint_type = wire::get_i8(b)?;
+            }
+            if version >= 2 {
+                this.include_fenced_brokers = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -84,9 +104,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("includeClusterAuthorizedOperations".into(), Value::from(*&self.include_cluster_authorized_operations));
-            if version >= 1 { m.insert("endpointType".into(), Value::from(*&self.endpoint_type)); }
-            if version >= 2 { m.insert("includeFencedBrokers".into(), Value::from(*&self.include_fenced_brokers)); }
+            m.insert(
+                "includeClusterAuthorizedOperations".into(),
+                Value::from(*&self.include_cluster_authorized_operations),
+            );
+            if version >= 1 {
+                m.insert("endpointType".into(), Value::from(*&self.endpoint_type));
+            }
+            if version >= 2 {
+                m.insert(
+                    "includeFencedBrokers".into(),
+                    Value::from(*&self.include_fenced_brokers),
+                );
+            }
             Value::Object(m)
         }
 
@@ -94,13 +124,18 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.include_cluster_authorized_operations = r.bool();
-            if version >= 1 { this.endpoint_type = r.i8(); }
-            if version >= 2 { this.include_fenced_brokers = r.bool(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.endpoint_type = r.i8();
+            }
+            if version >= 2 {
+                this.include_fenced_brokers = r.bool();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeClusterResponse`.
@@ -110,10 +145,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeClusterResponse`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -160,12 +195,29 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            if version >= 1 { wire::put_i8(s, *&self.endpoint_type); }
-            if !(version >= 1) && self.endpoint_type != 1i8 { return Err(EncodeError::FieldNotInVersion { field: "EndpointType", version }); }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            if version >= 1 {
+                wire::put_i8(s, *&self.endpoint_type);
+            }
+            if !(version >= 1) && self.endpoint_type != 1i8 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "EndpointType",
+                    version,
+                });
+            }
             wire::put_str(s, &self.cluster_id, flexible)?;
             wire::put_i32(s, *&self.controller_id);
-            wire::put_array_len(s, (&self.brokers).len(), flexible)?; for e in (&self.brokers).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.brokers).len(), flexible)?;
+            for e in (&self.brokers).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i32(s, *&self.cluster_authorized_operations);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -185,16 +237,27 @@ pub mod response {
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
-            if version >= 1 { this.endpoint_type = wire::get_i8(b)?; }
+            if version >= 1 {
+                this.endpoint_type = wire::get_i8(b)?;
+            }
             this.cluster_id = wire::get_str(b, flexible, "ClusterId")?;
             this.controller_id = wire::get_i32(b)?;
-            this.brokers = { let n = wire::get_array_len(b, flexible, "Brokers")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeClusterBroker::decode(b, version)?); } v };
+            this.brokers = {
+                let n = wire::get_array_len(b, flexible, "Brokers")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeClusterBroker::decode(b, version)?);
+                }
+                v
+            };
             this.cluster_authorized_operations = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -207,14 +270,39 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version >= 1 { m.insert("endpointType".into(), Value::from(*&self.endpoint_type)); }
-            m.insert("clusterId".into(), Value::String((&self.cluster_id).to_string()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 1 {
+                m.insert("endpointType".into(), Value::from(*&self.endpoint_type));
+            }
+            m.insert(
+                "clusterId".into(),
+                Value::String((&self.cluster_id).to_string()),
+            );
             m.insert("controllerId".into(), Value::from(*&self.controller_id));
-            m.insert("brokers".into(), Value::Array((&self.brokers).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("clusterAuthorizedOperations".into(), Value::from(*&self.cluster_authorized_operations));
+            m.insert(
+                "brokers".into(),
+                Value::Array(
+                    (&self.brokers)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "clusterAuthorizedOperations".into(),
+                Value::from(*&self.cluster_authorized_operations),
+            );
             Value::Object(m)
         }
 
@@ -223,13 +311,26 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 1 { this.endpoint_type = r.i8(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 1 {
+                this.endpoint_type = r.i8();
+            }
             this.cluster_id = r.string();
             this.controller_id = r.i32();
-            this.brokers = { let n = r.len(); (0..n).map(|_| DescribeClusterBroker::sample(r, version)).collect() };
+            this.brokers = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeClusterBroker::sample(r, version))
+                    .collect()
+            };
             this.cluster_authorized_operations = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -271,9 +372,23 @@ pub mod response {
             wire::put_i32(s, *&self.broker_id);
             wire::put_str(s, &self.host, flexible)?;
             wire::put_i32(s, *&self.port);
-            match &self.rack { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            if version >= 2 { wire::put_bool(s, *&self.is_fenced); }
-            if !(version >= 2) && self.is_fenced != false { return Err(EncodeError::FieldNotInVersion { field: "IsFenced", version }); }
+            match &self.rack {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            if version >= 2 {
+                wire::put_bool(s, *&self.is_fenced);
+            }
+            if !(version >= 2) && self.is_fenced != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IsFenced",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -293,12 +408,16 @@ pub mod response {
             this.host = wire::get_str(b, flexible, "Host")?;
             this.port = wire::get_i32(b)?;
             this.rack = wire::get_opt_str(b, flexible, "Rack")?;
-            if version >= 2 { this.is_fenced = wire::get_bool(b)?; }
+            if version >= 2 {
+                this.is_fenced = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -314,8 +433,16 @@ pub mod response {
             m.insert("brokerId".into(), Value::from(*&self.broker_id));
             m.insert("host".into(), Value::String((&self.host).to_string()));
             m.insert("port".into(), Value::from(*&self.port));
-            m.insert("rack".into(), match &self.rack { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version >= 2 { m.insert("isFenced".into(), Value::from(*&self.is_fenced)); }
+            m.insert(
+                "rack".into(),
+                match &self.rack {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 2 {
+                m.insert("isFenced".into(), Value::from(*&self.is_fenced));
+            }
             Value::Object(m)
         }
 
@@ -325,11 +452,18 @@ pub mod response {
             this.broker_id = r.i32();
             this.host = r.string();
             this.port = r.i32();
-            this.rack = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 2 { this.is_fenced = r.bool(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.rack = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 2 {
+                this.is_fenced = r.bool();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

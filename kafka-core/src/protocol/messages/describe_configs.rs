@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeConfigsRequest`, versions 1-4, flexible in 4.
     #[derive(Debug, Clone, PartialEq)]
@@ -44,17 +44,30 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            wire::put_array_len(s, (&self.resources).len(), flexible)?; for e in (&self.resources).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.resources).len(), flexible)?;
+            for e in (&self.resources).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_bool(s, *&self.include_synonyms);
-            if version >= 3 { wire::put_bool(s, *&self.include_documentation); }
-            if !(version >= 3) && self.include_documentation != false { return Err(EncodeError::FieldNotInVersion { field: "IncludeDocumentation", version }); }
+            if version >= 3 {
+                wire::put_bool(s, *&self.include_documentation);
+            }
+            if !(version >= 3) && self.include_documentation != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IncludeDocumentation",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -65,14 +78,25 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            this.resources = { let n = wire::get_array_len(b, flexible, "Resources")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeConfigsResource::decode(b, version)?); } v };
+            this.resources = {
+                let n = wire::get_array_len(b, flexible, "Resources")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeConfigsResource::decode(b, version)?);
+                }
+                v
+            };
             this.include_synonyms = wire::get_bool(b)?;
-            if version >= 3 { this.include_documentation = wire::get_bool(b)?; }
+            if version >= 3 {
+                this.include_documentation = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -85,19 +109,44 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("resources".into(), Value::Array((&self.resources).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("includeSynonyms".into(), Value::from(*&self.include_synonyms));
-            if version >= 3 { m.insert("includeDocumentation".into(), Value::from(*&self.include_documentation)); }
+            m.insert(
+                "resources".into(),
+                Value::Array(
+                    (&self.resources)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "includeSynonyms".into(),
+                Value::from(*&self.include_synonyms),
+            );
+            if version >= 3 {
+                m.insert(
+                    "includeDocumentation".into(),
+                    Value::from(*&self.include_documentation),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.resources = { let n = r.len(); (0..n).map(|_| DescribeConfigsResource::sample(r, version)).collect() };
+            this.resources = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeConfigsResource::sample(r, version))
+                    .collect()
+            };
             this.include_synonyms = r.bool();
-            if version >= 3 { this.include_documentation = r.bool(); }
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.include_documentation = r.bool();
+            }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -132,14 +181,27 @@ pub mod request {
             let flexible = version >= 4;
             wire::put_i8(s, *&self.resource_type);
             wire::put_str(s, &self.resource_name, flexible)?;
-            match &self.configuration_keys { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { wire::put_str(s, e, flexible)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.configuration_keys {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        wire::put_str(s, e, flexible)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -152,12 +214,24 @@ pub mod request {
             let mut this = Self::default();
             this.resource_type = wire::get_i8(b)?;
             this.resource_name = wire::get_str(b, flexible, "ResourceName")?;
-            this.configuration_keys = match wire::get_opt_array_len(b, flexible, "ConfigurationKeys")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "ConfigurationKeys")?); } Some(v) } };
+            this.configuration_keys =
+                match wire::get_opt_array_len(b, flexible, "ConfigurationKeys")? {
+                    None => None,
+                    Some(n) => {
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(wire::get_str(b, flexible, "ConfigurationKeys")?);
+                        }
+                        Some(v)
+                    }
+                };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -171,8 +245,19 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("resourceType".into(), Value::from(*&self.resource_type));
-            m.insert("resourceName".into(), Value::String((&self.resource_name).to_string()));
-            m.insert("configurationKeys".into(), match &self.configuration_keys { Some(v) => Value::Array((v).iter().map(|e| Value::String((e).to_string())).collect()), None => Value::Null });
+            m.insert(
+                "resourceName".into(),
+                Value::String((&self.resource_name).to_string()),
+            );
+            m.insert(
+                "configurationKeys".into(),
+                match &self.configuration_keys {
+                    Some(v) => {
+                        Value::Array((v).iter().map(|e| Value::String((e).to_string())).collect())
+                    }
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -181,12 +266,20 @@ pub mod request {
             let mut this = Self::default();
             this.resource_type = r.i8();
             this.resource_name = r.string();
-            this.configuration_keys = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| r.string()).collect() }) };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.configuration_keys = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| r.string()).collect()
+                })
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeConfigsResponse`.
@@ -196,10 +289,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeConfigsResponse`, versions 1-4, flexible in 4.
     #[derive(Debug, Clone, PartialEq)]
@@ -227,14 +320,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.results).len(), flexible)?; for e in (&self.results).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.results).len(), flexible)?;
+            for e in (&self.results).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -246,12 +345,21 @@ pub mod response {
             let flexible = version >= 4;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.results = { let n = wire::get_array_len(b, flexible, "Results")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeConfigsResult::decode(b, version)?); } v };
+            this.results = {
+                let n = wire::get_array_len(b, flexible, "Results")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeConfigsResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -264,8 +372,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("results".into(), Value::Array((&self.results).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "results".into(),
+                Value::Array(
+                    (&self.results)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -273,8 +392,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.results = { let n = r.len(); (0..n).map(|_| DescribeConfigsResult::sample(r, version)).collect() };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.results = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeConfigsResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -314,17 +440,30 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i8(s, *&self.resource_type);
             wire::put_str(s, &self.resource_name, flexible)?;
-            wire::put_array_len(s, (&self.configs).len(), flexible)?; for e in (&self.configs).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.configs).len(), flexible)?;
+            for e in (&self.configs).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -339,12 +478,21 @@ pub mod response {
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
             this.resource_type = wire::get_i8(b)?;
             this.resource_name = wire::get_str(b, flexible, "ResourceName")?;
-            this.configs = { let n = wire::get_array_len(b, flexible, "Configs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeConfigsResourceResult::decode(b, version)?); } v };
+            this.configs = {
+                let n = wire::get_array_len(b, flexible, "Configs")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeConfigsResourceResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -358,10 +506,27 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("resourceType".into(), Value::from(*&self.resource_type));
-            m.insert("resourceName".into(), Value::String((&self.resource_name).to_string()));
-            m.insert("configs".into(), Value::Array((&self.configs).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "resourceName".into(),
+                Value::String((&self.resource_name).to_string()),
+            );
+            m.insert(
+                "configs".into(),
+                Value::Array(
+                    (&self.configs)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -369,11 +534,22 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.resource_type = r.i8();
             this.resource_name = r.string();
-            this.configs = { let n = r.len(); (0..n).map(|_| DescribeConfigsResourceResult::sample(r, version)).collect() };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.configs = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeConfigsResourceResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -422,20 +598,51 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_str(s, &self.name, flexible)?;
-            match &self.value { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.value {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_bool(s, *&self.read_only);
             wire::put_i8(s, *&self.config_source);
             wire::put_bool(s, *&self.is_sensitive);
-            wire::put_array_len(s, (&self.synonyms).len(), flexible)?; for e in (&self.synonyms).iter() { (e).encode(s, version)?; }
-            if version >= 3 { wire::put_i8(s, *&self.config_type); }
-            if version >= 3 { match &self.documentation { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 3 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Documentation", version }); } } } }
+            wire::put_array_len(s, (&self.synonyms).len(), flexible)?;
+            for e in (&self.synonyms).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 3 {
+                wire::put_i8(s, *&self.config_type);
+            }
+            if version >= 3 {
+                match &self.documentation {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 3 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Documentation",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -451,14 +658,31 @@ pub mod response {
             this.read_only = wire::get_bool(b)?;
             this.config_source = wire::get_i8(b)?;
             this.is_sensitive = wire::get_bool(b)?;
-            this.synonyms = { let n = wire::get_array_len(b, flexible, "Synonyms")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeConfigsSynonym::decode(b, version)?); } v };
-            if version >= 3 { this.config_type = wire::get_i8(b)?; }
-            if version >= 3 { this.documentation = if version >= 3 { wire::get_opt_str(b, flexible, "Documentation")? } else { Some(wire::get_str(b, flexible, "Documentation")?) }; }
+            this.synonyms = {
+                let n = wire::get_array_len(b, flexible, "Synonyms")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeConfigsSynonym::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 3 {
+                this.config_type = wire::get_i8(b)?;
+            }
+            if version >= 3 {
+                this.documentation = if version >= 3 {
+                    wire::get_opt_str(b, flexible, "Documentation")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Documentation")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -472,13 +696,37 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("value".into(), match &self.value { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "value".into(),
+                match &self.value {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("readOnly".into(), Value::from(*&self.read_only));
             m.insert("configSource".into(), Value::from(*&self.config_source));
             m.insert("isSensitive".into(), Value::from(*&self.is_sensitive));
-            m.insert("synonyms".into(), Value::Array((&self.synonyms).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 3 { m.insert("configType".into(), Value::from(*&self.config_type)); }
-            if version >= 3 { m.insert("documentation".into(), match &self.documentation { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            m.insert(
+                "synonyms".into(),
+                Value::Array(
+                    (&self.synonyms)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 3 {
+                m.insert("configType".into(), Value::from(*&self.config_type));
+            }
+            if version >= 3 {
+                m.insert(
+                    "documentation".into(),
+                    match &self.documentation {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
@@ -486,14 +734,33 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.value = if (true) && r.null() { None } else { Some(r.string()) };
+            this.value = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.read_only = r.bool();
             this.config_source = r.i8();
             this.is_sensitive = r.bool();
-            this.synonyms = { let n = r.len(); (0..n).map(|_| DescribeConfigsSynonym::sample(r, version)).collect() };
-            if version >= 3 { this.config_type = r.i8(); }
-            if version >= 3 { this.documentation = if (version >= 3) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.synonyms = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeConfigsSynonym::sample(r, version))
+                    .collect()
+            };
+            if version >= 3 {
+                this.config_type = r.i8();
+            }
+            if version >= 3 {
+                this.documentation = if (version >= 3) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -527,7 +794,14 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_str(s, &self.name, flexible)?;
-            match &self.value { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.value {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i8(s, *&self.source);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -535,7 +809,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -553,7 +830,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -567,7 +846,13 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("value".into(), match &self.value { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "value".into(),
+                match &self.value {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("source".into(), Value::from(*&self.source));
             Value::Object(m)
         }
@@ -576,11 +861,16 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.value = if (true) && r.null() { None } else { Some(r.string()) };
+            this.value = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.source = r.i8();
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

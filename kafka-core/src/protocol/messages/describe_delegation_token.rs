@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeDelegationTokenRequest`, versions 1-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -38,14 +38,27 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
-            match &self.owners { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.owners {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -56,12 +69,23 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 2;
             let mut this = Self::default();
-            this.owners = match wire::get_opt_array_len(b, flexible, "Owners")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeDelegationTokenOwner::decode(b, version)?); } Some(v) } };
+            this.owners = match wire::get_opt_array_len(b, flexible, "Owners")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(DescribeDelegationTokenOwner::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -74,15 +98,32 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("owners".into(), match &self.owners { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
+            m.insert(
+                "owners".into(),
+                match &self.owners {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.owners = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| DescribeDelegationTokenOwner::sample(r, version)).collect() }) };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.owners = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| DescribeDelegationTokenOwner::sample(r, version))
+                        .collect()
+                })
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -120,7 +161,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -137,7 +181,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -150,8 +196,14 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("principalType".into(), Value::String((&self.principal_type).to_string()));
-            m.insert("principalName".into(), Value::String((&self.principal_name).to_string()));
+            m.insert(
+                "principalType".into(),
+                Value::String((&self.principal_type).to_string()),
+            );
+            m.insert(
+                "principalName".into(),
+                Value::String((&self.principal_name).to_string()),
+            );
             Value::Object(m)
         }
 
@@ -160,11 +212,12 @@ pub mod request {
             let mut this = Self::default();
             this.principal_type = r.string();
             this.principal_name = r.string();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeDelegationTokenResponse`.
@@ -174,10 +227,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeDelegationTokenResponse`, versions 1-3, flexible in 2-3.
     #[derive(Debug, Clone, PartialEq)]
@@ -208,7 +261,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.tokens).len(), flexible)?; for e in (&self.tokens).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.tokens).len(), flexible)?;
+            for e in (&self.tokens).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i32(s, *&self.throttle_time_ms);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -216,7 +272,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -228,13 +287,22 @@ pub mod response {
             let flexible = version >= 2;
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            this.tokens = { let n = wire::get_array_len(b, flexible, "Tokens")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribedDelegationToken::decode(b, version)?); } v };
+            this.tokens = {
+                let n = wire::get_array_len(b, flexible, "Tokens")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribedDelegationToken::decode(b, version)?);
+                }
+                v
+            };
             this.throttle_time_ms = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -248,8 +316,19 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("tokens".into(), Value::Array((&self.tokens).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "tokens".into(),
+                Value::Array(
+                    (&self.tokens)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             Value::Object(m)
         }
 
@@ -257,9 +336,16 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.tokens = { let n = r.len(); (0..n).map(|_| DescribedDelegationToken::sample(r, version)).collect() };
+            this.tokens = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribedDelegationToken::sample(r, version))
+                    .collect()
+            };
             this.throttle_time_ms = r.i32();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -315,23 +401,43 @@ pub mod response {
             let flexible = version >= 2;
             wire::put_str(s, &self.principal_type, flexible)?;
             wire::put_str(s, &self.principal_name, flexible)?;
-            if version >= 3 { wire::put_str(s, &self.token_requester_principal_type, flexible)?; }
-            if !(version >= 3) && !self.token_requester_principal_type.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "TokenRequesterPrincipalType", version }); }
-            if version >= 3 { wire::put_str(s, &self.token_requester_principal_name, flexible)?; }
-            if !(version >= 3) && !self.token_requester_principal_name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "TokenRequesterPrincipalName", version }); }
+            if version >= 3 {
+                wire::put_str(s, &self.token_requester_principal_type, flexible)?;
+            }
+            if !(version >= 3) && !self.token_requester_principal_type.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TokenRequesterPrincipalType",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_str(s, &self.token_requester_principal_name, flexible)?;
+            }
+            if !(version >= 3) && !self.token_requester_principal_name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TokenRequesterPrincipalName",
+                    version,
+                });
+            }
             wire::put_i64(s, *&self.issue_timestamp);
             wire::put_i64(s, *&self.expiry_timestamp);
             wire::put_i64(s, *&self.max_timestamp);
             wire::put_str(s, &self.token_id, flexible)?;
             wire::put_bytes(s, &self.hmac, flexible)?;
-            wire::put_array_len(s, (&self.renewers).len(), flexible)?; for e in (&self.renewers).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.renewers).len(), flexible)?;
+            for e in (&self.renewers).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -344,19 +450,34 @@ pub mod response {
             let mut this = Self::default();
             this.principal_type = wire::get_str(b, flexible, "PrincipalType")?;
             this.principal_name = wire::get_str(b, flexible, "PrincipalName")?;
-            if version >= 3 { this.token_requester_principal_type = wire::get_str(b, flexible, "TokenRequesterPrincipalType")?; }
-            if version >= 3 { this.token_requester_principal_name = wire::get_str(b, flexible, "TokenRequesterPrincipalName")?; }
+            if version >= 3 {
+                this.token_requester_principal_type =
+                    wire::get_str(b, flexible, "TokenRequesterPrincipalType")?;
+            }
+            if version >= 3 {
+                this.token_requester_principal_name =
+                    wire::get_str(b, flexible, "TokenRequesterPrincipalName")?;
+            }
             this.issue_timestamp = wire::get_i64(b)?;
             this.expiry_timestamp = wire::get_i64(b)?;
             this.max_timestamp = wire::get_i64(b)?;
             this.token_id = wire::get_str(b, flexible, "TokenId")?;
             this.hmac = wire::get_bytes(b, flexible, "Hmac")?;
-            this.renewers = { let n = wire::get_array_len(b, flexible, "Renewers")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribedDelegationTokenRenewer::decode(b, version)?); } v };
+            this.renewers = {
+                let n = wire::get_array_len(b, flexible, "Renewers")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribedDelegationTokenRenewer::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -369,16 +490,46 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("principalType".into(), Value::String((&self.principal_type).to_string()));
-            m.insert("principalName".into(), Value::String((&self.principal_name).to_string()));
-            if version >= 3 { m.insert("tokenRequesterPrincipalType".into(), Value::String((&self.token_requester_principal_type).to_string())); }
-            if version >= 3 { m.insert("tokenRequesterPrincipalName".into(), Value::String((&self.token_requester_principal_name).to_string())); }
+            m.insert(
+                "principalType".into(),
+                Value::String((&self.principal_type).to_string()),
+            );
+            m.insert(
+                "principalName".into(),
+                Value::String((&self.principal_name).to_string()),
+            );
+            if version >= 3 {
+                m.insert(
+                    "tokenRequesterPrincipalType".into(),
+                    Value::String((&self.token_requester_principal_type).to_string()),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "tokenRequesterPrincipalName".into(),
+                    Value::String((&self.token_requester_principal_name).to_string()),
+                );
+            }
             m.insert("issueTimestamp".into(), Value::from(*&self.issue_timestamp));
-            m.insert("expiryTimestamp".into(), Value::from(*&self.expiry_timestamp));
+            m.insert(
+                "expiryTimestamp".into(),
+                Value::from(*&self.expiry_timestamp),
+            );
             m.insert("maxTimestamp".into(), Value::from(*&self.max_timestamp));
-            m.insert("tokenId".into(), Value::String((&self.token_id).to_string()));
+            m.insert(
+                "tokenId".into(),
+                Value::String((&self.token_id).to_string()),
+            );
             m.insert("hmac".into(), oracle::json_bytes(&self.hmac));
-            m.insert("renewers".into(), Value::Array((&self.renewers).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "renewers".into(),
+                Value::Array(
+                    (&self.renewers)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -387,15 +538,26 @@ pub mod response {
             let mut this = Self::default();
             this.principal_type = r.string();
             this.principal_name = r.string();
-            if version >= 3 { this.token_requester_principal_type = r.string(); }
-            if version >= 3 { this.token_requester_principal_name = r.string(); }
+            if version >= 3 {
+                this.token_requester_principal_type = r.string();
+            }
+            if version >= 3 {
+                this.token_requester_principal_name = r.string();
+            }
             this.issue_timestamp = r.i64();
             this.expiry_timestamp = r.i64();
             this.max_timestamp = r.i64();
             this.token_id = r.string();
             this.hmac = r.bytes();
-            this.renewers = { let n = r.len(); (0..n).map(|_| DescribedDelegationTokenRenewer::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.renewers = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribedDelegationTokenRenewer::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -433,7 +595,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -450,7 +615,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -463,8 +630,14 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("principalType".into(), Value::String((&self.principal_type).to_string()));
-            m.insert("principalName".into(), Value::String((&self.principal_name).to_string()));
+            m.insert(
+                "principalType".into(),
+                Value::String((&self.principal_type).to_string()),
+            );
+            m.insert(
+                "principalName".into(),
+                Value::String((&self.principal_name).to_string()),
+            );
             Value::Object(m)
         }
 
@@ -473,9 +646,10 @@ pub mod response {
             let mut this = Self::default();
             this.principal_type = r.string();
             this.principal_name = r.string();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeGroupsRequest`, versions 0-6, flexible in 5-6.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,16 +41,29 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
-            wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { wire::put_str(s, e, flexible)?; }
-            if version >= 3 { wire::put_bool(s, *&self.include_authorized_operations); }
-            if !(version >= 3) && self.include_authorized_operations != false { return Err(EncodeError::FieldNotInVersion { field: "IncludeAuthorizedOperations", version }); }
+            wire::put_array_len(s, (&self.groups).len(), flexible)?;
+            for e in (&self.groups).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
+            if version >= 3 {
+                wire::put_bool(s, *&self.include_authorized_operations);
+            }
+            if !(version >= 3) && self.include_authorized_operations != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IncludeAuthorizedOperations",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -61,13 +74,24 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 5;
             let mut this = Self::default();
-            this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "Groups")?); } v };
-            if version >= 3 { this.include_authorized_operations = wire::get_bool(b)?; }
+            this.groups = {
+                let n = wire::get_array_len(b, flexible, "Groups")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "Groups")?);
+                }
+                v
+            };
+            if version >= 3 {
+                this.include_authorized_operations = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -80,21 +104,40 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| Value::String((e).to_string())).collect()));
-            if version >= 3 { m.insert("includeAuthorizedOperations".into(), Value::from(*&self.include_authorized_operations)); }
+            m.insert(
+                "groups".into(),
+                Value::Array(
+                    (&self.groups)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            if version >= 3 {
+                m.insert(
+                    "includeAuthorizedOperations".into(),
+                    Value::from(*&self.include_authorized_operations),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.groups = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            if version >= 3 { this.include_authorized_operations = r.bool(); }
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.groups = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            if version >= 3 {
+                this.include_authorized_operations = r.bool();
+            }
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeGroupsResponse`.
@@ -104,10 +147,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeGroupsResponse`, versions 0-6, flexible in 5-6.
     #[derive(Debug, Clone, PartialEq)]
@@ -134,15 +177,23 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
-            if version >= 1 { wire::put_i32(s, *&self.throttle_time_ms); }
-            wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { (e).encode(s, version)?; }
+            if version >= 1 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
+            wire::put_array_len(s, (&self.groups).len(), flexible)?;
+            for e in (&self.groups).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -153,13 +204,24 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 5;
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = wire::get_i32(b)?; }
-            this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribedGroup::decode(b, version)?); } v };
+            if version >= 1 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
+            this.groups = {
+                let n = wire::get_array_len(b, flexible, "Groups")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribedGroup::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -172,17 +234,37 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
-            m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| (e).to_json(version)).collect()));
+            if version >= 1 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
+            m.insert(
+                "groups".into(),
+                Value::Array(
+                    (&self.groups)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = r.i32(); }
-            this.groups = { let n = r.len(); (0..n).map(|_| DescribedGroup::sample(r, version)).collect() };
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.throttle_time_ms = r.i32();
+            }
+            this.groups = {
+                let n = r.len();
+                (0..n).map(|_| DescribedGroup::sample(r, version)).collect()
+            };
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -231,22 +313,56 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
             wire::put_i16(s, *&self.error_code);
-            if version >= 6 { match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 6 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ErrorMessage", version }); } } } }
-            if !(version >= 6) && self.error_message != None { return Err(EncodeError::FieldNotInVersion { field: "ErrorMessage", version }); }
+            if version >= 6 {
+                match &self.error_message {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 6 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ErrorMessage",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 6) && self.error_message != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ErrorMessage",
+                    version,
+                });
+            }
             wire::put_str(s, &self.group_id, flexible)?;
             wire::put_str(s, &self.group_state, flexible)?;
             wire::put_str(s, &self.protocol_type, flexible)?;
             wire::put_str(s, &self.protocol_data, flexible)?;
-            wire::put_array_len(s, (&self.members).len(), flexible)?; for e in (&self.members).iter() { (e).encode(s, version)?; }
-            if version >= 3 { wire::put_i32(s, *&self.authorized_operations); }
-            if !(version >= 3) && self.authorized_operations != -2147483648i32 { return Err(EncodeError::FieldNotInVersion { field: "AuthorizedOperations", version }); }
+            wire::put_array_len(s, (&self.members).len(), flexible)?;
+            for e in (&self.members).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 3 {
+                wire::put_i32(s, *&self.authorized_operations);
+            }
+            if !(version >= 3) && self.authorized_operations != -2147483648i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "AuthorizedOperations",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -258,18 +374,35 @@ pub mod response {
             let flexible = version >= 5;
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            if version >= 6 { this.error_message = if version >= 6 { wire::get_opt_str(b, flexible, "ErrorMessage")? } else { Some(wire::get_str(b, flexible, "ErrorMessage")?) }; }
+            if version >= 6 {
+                this.error_message = if version >= 6 {
+                    wire::get_opt_str(b, flexible, "ErrorMessage")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ErrorMessage")?)
+                };
+            }
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
             this.group_state = wire::get_str(b, flexible, "GroupState")?;
             this.protocol_type = wire::get_str(b, flexible, "ProtocolType")?;
             this.protocol_data = wire::get_str(b, flexible, "ProtocolData")?;
-            this.members = { let n = wire::get_array_len(b, flexible, "Members")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribedGroupMember::decode(b, version)?); } v };
-            if version >= 3 { this.authorized_operations = wire::get_i32(b)?; }
+            this.members = {
+                let n = wire::get_array_len(b, flexible, "Members")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribedGroupMember::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 3 {
+                this.authorized_operations = wire::get_i32(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -283,13 +416,46 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            if version >= 6 { m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("groupState".into(), Value::String((&self.group_state).to_string()));
-            m.insert("protocolType".into(), Value::String((&self.protocol_type).to_string()));
-            m.insert("protocolData".into(), Value::String((&self.protocol_data).to_string()));
-            m.insert("members".into(), Value::Array((&self.members).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 3 { m.insert("authorizedOperations".into(), Value::from(*&self.authorized_operations)); }
+            if version >= 6 {
+                m.insert(
+                    "errorMessage".into(),
+                    match &self.error_message {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "groupState".into(),
+                Value::String((&self.group_state).to_string()),
+            );
+            m.insert(
+                "protocolType".into(),
+                Value::String((&self.protocol_type).to_string()),
+            );
+            m.insert(
+                "protocolData".into(),
+                Value::String((&self.protocol_data).to_string()),
+            );
+            m.insert(
+                "members".into(),
+                Value::Array(
+                    (&self.members)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 3 {
+                m.insert(
+                    "authorizedOperations".into(),
+                    Value::from(*&self.authorized_operations),
+                );
+            }
             Value::Object(m)
         }
 
@@ -297,14 +463,29 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            if version >= 6 { this.error_message = if (version >= 6) && r.null() { None } else { Some(r.string()) }; }
+            if version >= 6 {
+                this.error_message = if (version >= 6) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
             this.group_id = r.string();
             this.group_state = r.string();
             this.protocol_type = r.string();
             this.protocol_data = r.string();
-            this.members = { let n = r.len(); (0..n).map(|_| DescribedGroupMember::sample(r, version)).collect() };
-            if version >= 3 { this.authorized_operations = r.i32(); }
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.members = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribedGroupMember::sample(r, version))
+                    .collect()
+            };
+            if version >= 3 {
+                this.authorized_operations = r.i32();
+            }
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -347,7 +528,23 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 5;
             wire::put_str(s, &self.member_id, flexible)?;
-            if version >= 4 { match &self.group_instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 4 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "GroupInstanceId", version }); } } } }
+            if version >= 4 {
+                match &self.group_instance_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 4 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "GroupInstanceId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             wire::put_str(s, &self.client_id, flexible)?;
             wire::put_str(s, &self.client_host, flexible)?;
             wire::put_bytes(s, &self.member_metadata, flexible)?;
@@ -358,7 +555,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -370,7 +570,13 @@ pub mod response {
             let flexible = version >= 5;
             let mut this = Self::default();
             this.member_id = wire::get_str(b, flexible, "MemberId")?;
-            if version >= 4 { this.group_instance_id = if version >= 4 { wire::get_opt_str(b, flexible, "GroupInstanceId")? } else { Some(wire::get_str(b, flexible, "GroupInstanceId")?) }; }
+            if version >= 4 {
+                this.group_instance_id = if version >= 4 {
+                    wire::get_opt_str(b, flexible, "GroupInstanceId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "GroupInstanceId")?)
+                };
+            }
             this.client_id = wire::get_str(b, flexible, "ClientId")?;
             this.client_host = wire::get_str(b, flexible, "ClientHost")?;
             this.member_metadata = wire::get_bytes(b, flexible, "MemberMetadata")?;
@@ -379,7 +585,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -392,12 +600,35 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
-            if version >= 4 { m.insert("groupInstanceId".into(), match &self.group_instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            m.insert("clientId".into(), Value::String((&self.client_id).to_string()));
-            m.insert("clientHost".into(), Value::String((&self.client_host).to_string()));
-            m.insert("memberMetadata".into(), oracle::json_bytes(&self.member_metadata));
-            m.insert("memberAssignment".into(), oracle::json_bytes(&self.member_assignment));
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
+            if version >= 4 {
+                m.insert(
+                    "groupInstanceId".into(),
+                    match &self.group_instance_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            m.insert(
+                "clientId".into(),
+                Value::String((&self.client_id).to_string()),
+            );
+            m.insert(
+                "clientHost".into(),
+                Value::String((&self.client_host).to_string()),
+            );
+            m.insert(
+                "memberMetadata".into(),
+                oracle::json_bytes(&self.member_metadata),
+            );
+            m.insert(
+                "memberAssignment".into(),
+                oracle::json_bytes(&self.member_assignment),
+            );
             Value::Object(m)
         }
 
@@ -405,14 +636,21 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.member_id = r.string();
-            if version >= 4 { this.group_instance_id = if (version >= 4) && r.null() { None } else { Some(r.string()) }; }
+            if version >= 4 {
+                this.group_instance_id = if (version >= 4) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
             this.client_id = r.string();
             this.client_host = r.string();
             this.member_metadata = r.bytes();
             this.member_assignment = r.bytes();
-            if version >= 5 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 5 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

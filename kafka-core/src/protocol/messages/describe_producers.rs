@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeProducersRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +38,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -54,12 +57,21 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicRequest::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicRequest::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -72,15 +84,28 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicRequest::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicRequest::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -111,7 +136,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partition_indexes).len(), flexible)?; for e in (&self.partition_indexes).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partition_indexes).len(), flexible)?;
+            for e in (&self.partition_indexes).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -128,12 +156,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partition_indexes = { let n = wire::get_array_len(b, flexible, "PartitionIndexes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partition_indexes = {
+                let n = wire::get_array_len(b, flexible, "PartitionIndexes")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -147,7 +184,15 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitionIndexes".into(), Value::Array((&self.partition_indexes).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "partitionIndexes".into(),
+                Value::Array(
+                    (&self.partition_indexes)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -155,12 +200,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partition_indexes = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partition_indexes = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeProducersResponse`.
@@ -170,10 +219,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeProducersResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -201,7 +250,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -218,12 +270,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicResponse::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicResponse::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -236,8 +297,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -245,8 +317,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicResponse::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicResponse::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -277,7 +354,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -294,12 +374,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionResponse::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionResponse::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -313,7 +402,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -321,8 +418,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionResponse::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| PartitionResponse::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -360,8 +464,18 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.partition_index);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            wire::put_array_len(s, (&self.active_producers).len(), flexible)?; for e in (&self.active_producers).iter() { (e).encode(s, version)?; }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            wire::put_array_len(s, (&self.active_producers).len(), flexible)?;
+            for e in (&self.active_producers).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -380,12 +494,21 @@ pub mod response {
             this.partition_index = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
-            this.active_producers = { let n = wire::get_array_len(b, flexible, "ActiveProducers")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ProducerState::decode(b, version)?); } v };
+            this.active_producers = {
+                let n = wire::get_array_len(b, flexible, "ActiveProducers")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ProducerState::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -400,8 +523,22 @@ pub mod response {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("activeProducers".into(), Value::Array((&self.active_producers).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "activeProducers".into(),
+                Value::Array(
+                    (&self.active_producers)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -410,9 +547,18 @@ pub mod response {
             let mut this = Self::default();
             this.partition_index = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            this.active_producers = { let n = r.len(); (0..n).map(|_| ProducerState::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.active_producers = {
+                let n = r.len();
+                (0..n).map(|_| ProducerState::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -485,7 +631,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -502,8 +650,14 @@ pub mod response {
             m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch));
             m.insert("lastSequence".into(), Value::from(*&self.last_sequence));
             m.insert("lastTimestamp".into(), Value::from(*&self.last_timestamp));
-            m.insert("coordinatorEpoch".into(), Value::from(*&self.coordinator_epoch));
-            m.insert("currentTxnStartOffset".into(), Value::from(*&self.current_txn_start_offset));
+            m.insert(
+                "coordinatorEpoch".into(),
+                Value::from(*&self.coordinator_epoch),
+            );
+            m.insert(
+                "currentTxnStartOffset".into(),
+                Value::from(*&self.current_txn_start_offset),
+            );
             Value::Object(m)
         }
 
@@ -516,9 +670,10 @@ pub mod response {
             this.last_timestamp = r.i64();
             this.coordinator_epoch = r.i32();
             this.current_txn_start_offset = r.i64();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeQuorumRequest`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +38,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -54,12 +57,21 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -72,15 +84,28 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -111,7 +136,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -128,12 +156,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -146,8 +183,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -155,8 +203,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -204,7 +257,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -225,11 +280,12 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.partition_index = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeQuorumResponse`.
@@ -239,10 +295,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeQuorumResponse`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -276,10 +332,39 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i16(s, *&self.error_code);
-            if version >= 2 { match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 2 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ErrorMessage", version }); } } } }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if version >= 2 { wire::put_array_len(s, (&self.nodes).len(), flexible)?; for e in (&self.nodes).iter() { (e).encode(s, version)?; } }
-            if !(version >= 2) && !self.nodes.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Nodes", version }); }
+            if version >= 2 {
+                match &self.error_message {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 2 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ErrorMessage",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 2 {
+                wire::put_array_len(s, (&self.nodes).len(), flexible)?;
+                for e in (&self.nodes).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 2) && !self.nodes.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Nodes",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -296,14 +381,38 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            if version >= 2 { this.error_message = if version >= 2 { wire::get_opt_str(b, flexible, "ErrorMessage")? } else { Some(wire::get_str(b, flexible, "ErrorMessage")?) }; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
-            if version >= 2 { this.nodes = { let n = wire::get_array_len(b, flexible, "Nodes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Node::decode(b, version)?); } v }; }
+            if version >= 2 {
+                this.error_message = if version >= 2 {
+                    wire::get_opt_str(b, flexible, "ErrorMessage")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ErrorMessage")?)
+                };
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 2 {
+                this.nodes = {
+                    let n = wire::get_array_len(b, flexible, "Nodes")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(Node::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -317,9 +426,30 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            if version >= 2 { m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 2 { m.insert("nodes".into(), Value::Array((&self.nodes).iter().map(|e| (e).to_json(version)).collect())); }
+            if version >= 2 {
+                m.insert(
+                    "errorMessage".into(),
+                    match &self.error_message {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 2 {
+                m.insert(
+                    "nodes".into(),
+                    Value::Array((&self.nodes).iter().map(|e| (e).to_json(version)).collect()),
+                );
+            }
             Value::Object(m)
         }
 
@@ -327,10 +457,26 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            if version >= 2 { this.error_message = if (version >= 2) && r.null() { None } else { Some(r.string()) }; }
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if version >= 2 { this.nodes = { let n = r.len(); (0..n).map(|_| Node::sample(r, version)).collect() }; }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.error_message = if (version >= 2) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if version >= 2 {
+                this.nodes = {
+                    let n = r.len();
+                    (0..n).map(|_| Node::sample(r, version)).collect()
+                };
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -361,7 +507,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -378,12 +527,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -396,8 +554,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -405,8 +574,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -456,12 +630,34 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.partition_index);
             wire::put_i16(s, *&self.error_code);
-            if version >= 2 { match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 2 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ErrorMessage", version }); } } } }
+            if version >= 2 {
+                match &self.error_message {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 2 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ErrorMessage",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             wire::put_i32(s, *&self.leader_id);
             wire::put_i32(s, *&self.leader_epoch);
             wire::put_i64(s, *&self.high_watermark);
-            wire::put_array_len(s, (&self.current_voters).len(), flexible)?; for e in (&self.current_voters).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.observers).len(), flexible)?; for e in (&self.observers).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.current_voters).len(), flexible)?;
+            for e in (&self.current_voters).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.observers).len(), flexible)?;
+            for e in (&self.observers).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -479,17 +675,39 @@ pub mod response {
             let mut this = Self::default();
             this.partition_index = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
-            if version >= 2 { this.error_message = if version >= 2 { wire::get_opt_str(b, flexible, "ErrorMessage")? } else { Some(wire::get_str(b, flexible, "ErrorMessage")?) }; }
+            if version >= 2 {
+                this.error_message = if version >= 2 {
+                    wire::get_opt_str(b, flexible, "ErrorMessage")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ErrorMessage")?)
+                };
+            }
             this.leader_id = wire::get_i32(b)?;
             this.leader_epoch = wire::get_i32(b)?;
             this.high_watermark = wire::get_i64(b)?;
-            this.current_voters = { let n = wire::get_array_len(b, flexible, "CurrentVoters")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ReplicaState::decode(b, version)?); } v };
-            this.observers = { let n = wire::get_array_len(b, flexible, "Observers")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ReplicaState::decode(b, version)?); } v };
+            this.current_voters = {
+                let n = wire::get_array_len(b, flexible, "CurrentVoters")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ReplicaState::decode(b, version)?);
+                }
+                v
+            };
+            this.observers = {
+                let n = wire::get_array_len(b, flexible, "Observers")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ReplicaState::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -504,12 +722,36 @@ pub mod response {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            if version >= 2 { m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 2 {
+                m.insert(
+                    "errorMessage".into(),
+                    match &self.error_message {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             m.insert("leaderId".into(), Value::from(*&self.leader_id));
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
             m.insert("highWatermark".into(), Value::from(*&self.high_watermark));
-            m.insert("currentVoters".into(), Value::Array((&self.current_voters).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("observers".into(), Value::Array((&self.observers).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "currentVoters".into(),
+                Value::Array(
+                    (&self.current_voters)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "observers".into(),
+                Value::Array(
+                    (&self.observers)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -518,13 +760,27 @@ pub mod response {
             let mut this = Self::default();
             this.partition_index = r.i32();
             this.error_code = r.i16();
-            if version >= 2 { this.error_message = if (version >= 2) && r.null() { None } else { Some(r.string()) }; }
+            if version >= 2 {
+                this.error_message = if (version >= 2) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
             this.high_watermark = r.i64();
-            this.current_voters = { let n = r.len(); (0..n).map(|_| ReplicaState::sample(r, version)).collect() };
-            this.observers = { let n = r.len(); (0..n).map(|_| ReplicaState::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.current_voters = {
+                let n = r.len();
+                (0..n).map(|_| ReplicaState::sample(r, version)).collect()
+            };
+            this.observers = {
+                let n = r.len();
+                (0..n).map(|_| ReplicaState::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -554,10 +810,27 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            if version >= 2 { wire::put_i32(s, *&self.node_id); }
-            if !(version >= 2) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version >= 2 { wire::put_array_len(s, (&self.listeners).len(), flexible)?; for e in (&self.listeners).iter() { (e).encode(s, version)?; } }
-            if !(version >= 2) && !self.listeners.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Listeners", version }); }
+            if version >= 2 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version >= 2) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version >= 2 {
+                wire::put_array_len(s, (&self.listeners).len(), flexible)?;
+                for e in (&self.listeners).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 2) && !self.listeners.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Listeners",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -573,13 +846,26 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            if version >= 2 { this.node_id = wire::get_i32(b)?; }
-            if version >= 2 { this.listeners = { let n = wire::get_array_len(b, flexible, "Listeners")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Listener::decode(b, version)?); } v }; }
+            if version >= 2 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version >= 2 {
+                this.listeners = {
+                    let n = wire::get_array_len(b, flexible, "Listeners")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(Listener::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -592,17 +878,38 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 2 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version >= 2 { m.insert("listeners".into(), Value::Array((&self.listeners).iter().map(|e| (e).to_json(version)).collect())); }
+            if version >= 2 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version >= 2 {
+                m.insert(
+                    "listeners".into(),
+                    Value::Array(
+                        (&self.listeners)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 2 { this.node_id = r.i32(); }
-            if version >= 2 { this.listeners = { let n = r.len(); (0..n).map(|_| Listener::sample(r, version)).collect() }; }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.node_id = r.i32();
+            }
+            if version >= 2 {
+                this.listeners = {
+                    let n = r.len();
+                    (0..n).map(|_| Listener::sample(r, version)).collect()
+                };
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -635,12 +942,33 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            if version >= 2 { wire::put_str(s, &self.name, flexible)?; }
-            if !(version >= 2) && !self.name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version >= 2 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 2) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 2 { wire::put_u16(s, *&self.port); }
-            if !(version >= 2) && self.port != 0u16 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
+            if version >= 2 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if !(version >= 2) && !self.name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version >= 2 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 2) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 2 {
+                wire::put_u16(s, *&self.port);
+            }
+            if !(version >= 2) && self.port != 0u16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -656,14 +984,22 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            if version >= 2 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 2 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 2 { this.port = wire::get_u16(b)?; }
+            if version >= 2 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 2 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 2 {
+                this.port = wire::get_u16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -676,19 +1012,33 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 2 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 2 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 2 { m.insert("port".into(), Value::from(*&self.port)); }
+            if version >= 2 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 2 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 2 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 2 { this.name = r.string(); }
-            if version >= 2 { this.host = r.string(); }
-            if version >= 2 { this.port = r.u16(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.name = r.string();
+            }
+            if version >= 2 {
+                this.host = r.string();
+            }
+            if version >= 2 {
+                this.port = r.u16();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -728,11 +1078,22 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.replica_id);
-            if version >= 2 { wire::put_uuid(s, &self.replica_directory_id); }
-            if !(version >= 2) && self.replica_directory_id != Uuid::ZERO { return Err(EncodeError::FieldNotInVersion { field: "ReplicaDirectoryId", version }); }
+            if version >= 2 {
+                wire::put_uuid(s, &self.replica_directory_id);
+            }
+            if !(version >= 2) && self.replica_directory_id != Uuid::ZERO {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ReplicaDirectoryId",
+                    version,
+                });
+            }
             wire::put_i64(s, *&self.log_end_offset);
-            if version >= 1 { wire::put_i64(s, *&self.last_fetch_timestamp); }
-            if version >= 1 { wire::put_i64(s, *&self.last_caught_up_timestamp); }
+            if version >= 1 {
+                wire::put_i64(s, *&self.last_fetch_timestamp);
+            }
+            if version >= 1 {
+                wire::put_i64(s, *&self.last_caught_up_timestamp);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -749,15 +1110,23 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.replica_id = wire::get_i32(b)?;
-            if version >= 2 { this.replica_directory_id = wire::get_uuid(b)?; }
+            if version >= 2 {
+                this.replica_directory_id = wire::get_uuid(b)?;
+            }
             this.log_end_offset = wire::get_i64(b)?;
-            if version >= 1 { this.last_fetch_timestamp = wire::get_i64(b)?; }
-            if version >= 1 { this.last_caught_up_timestamp = wire::get_i64(b)?; }
+            if version >= 1 {
+                this.last_fetch_timestamp = wire::get_i64(b)?;
+            }
+            if version >= 1 {
+                this.last_caught_up_timestamp = wire::get_i64(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -771,10 +1140,25 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("replicaId".into(), Value::from(*&self.replica_id));
-            if version >= 2 { m.insert("replicaDirectoryId".into(), Value::String((&self.replica_directory_id).to_string())); }
+            if version >= 2 {
+                m.insert(
+                    "replicaDirectoryId".into(),
+                    Value::String((&self.replica_directory_id).to_string()),
+                );
+            }
             m.insert("logEndOffset".into(), Value::from(*&self.log_end_offset));
-            if version >= 1 { m.insert("lastFetchTimestamp".into(), Value::from(*&self.last_fetch_timestamp)); }
-            if version >= 1 { m.insert("lastCaughtUpTimestamp".into(), Value::from(*&self.last_caught_up_timestamp)); }
+            if version >= 1 {
+                m.insert(
+                    "lastFetchTimestamp".into(),
+                    Value::from(*&self.last_fetch_timestamp),
+                );
+            }
+            if version >= 1 {
+                m.insert(
+                    "lastCaughtUpTimestamp".into(),
+                    Value::from(*&self.last_caught_up_timestamp),
+                );
+            }
             Value::Object(m)
         }
 
@@ -782,13 +1166,20 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.replica_id = r.i32();
-            if version >= 2 { this.replica_directory_id = r.uuid(); }
+            if version >= 2 {
+                this.replica_directory_id = r.uuid();
+            }
             this.log_end_offset = r.i64();
-            if version >= 1 { this.last_fetch_timestamp = r.i64(); }
-            if version >= 1 { this.last_caught_up_timestamp = r.i64(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.last_fetch_timestamp = r.i64();
+            }
+            if version >= 1 {
+                this.last_caught_up_timestamp = r.i64();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeShareGroupOffsetsRequest`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +38,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.groups).len(), flexible)?;
+            for e in (&self.groups).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -54,12 +57,21 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeShareGroupOffsetsRequestGroup::decode(b, version)?); } v };
+            this.groups = {
+                let n = wire::get_array_len(b, flexible, "Groups")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeShareGroupOffsetsRequestGroup::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -72,15 +84,30 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "groups".into(),
+                Value::Array(
+                    (&self.groups)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.groups = { let n = r.len(); (0..n).map(|_| DescribeShareGroupOffsetsRequestGroup::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.groups = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeShareGroupOffsetsRequestGroup::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -111,7 +138,17 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.group_id, flexible)?;
-            match &self.topics { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.topics {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -128,12 +165,23 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
-            this.topics = match wire::get_opt_array_len(b, flexible, "Topics")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeShareGroupOffsetsRequestTopic::decode(b, version)?); } Some(v) } };
+            this.topics = match wire::get_opt_array_len(b, flexible, "Topics")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(DescribeShareGroupOffsetsRequestTopic::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -146,8 +194,17 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("topics".into(), match &self.topics { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "topics".into(),
+                match &self.topics {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -155,8 +212,19 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.group_id = r.string();
-            this.topics = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| DescribeShareGroupOffsetsRequestTopic::sample(r, version)).collect() }) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| DescribeShareGroupOffsetsRequestTopic::sample(r, version))
+                        .collect()
+                })
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -187,7 +255,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -204,12 +275,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -222,8 +302,14 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -231,12 +317,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeShareGroupOffsetsResponse`.
@@ -246,10 +336,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeShareGroupOffsetsResponse`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -277,7 +367,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.groups).len(), flexible)?;
+            for e in (&self.groups).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -294,12 +387,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeShareGroupOffsetsResponseGroup::decode(b, version)?); } v };
+            this.groups = {
+                let n = wire::get_array_len(b, flexible, "Groups")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeShareGroupOffsetsResponseGroup::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -312,8 +414,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "groups".into(),
+                Value::Array(
+                    (&self.groups)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -321,8 +434,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.groups = { let n = r.len(); (0..n).map(|_| DescribeShareGroupOffsetsResponseGroup::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.groups = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeShareGroupOffsetsResponseGroup::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -359,9 +479,19 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.group_id, flexible)?;
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -378,14 +508,23 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeShareGroupOffsetsResponseTopic::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeShareGroupOffsetsResponseTopic::decode(b, version)?);
+                }
+                v
+            };
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -398,10 +537,27 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -409,10 +565,21 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.group_id = r.string();
-            this.topics = { let n = r.len(); (0..n).map(|_| DescribeShareGroupOffsetsResponseTopic::sample(r, version)).collect() };
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeShareGroupOffsetsResponseTopic::sample(r, version))
+                    .collect()
+            };
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -447,7 +614,10 @@ pub mod response {
             let flexible = true;
             wire::put_str(s, &self.topic_name, flexible)?;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -465,12 +635,23 @@ pub mod response {
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeShareGroupOffsetsResponsePartition::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeShareGroupOffsetsResponsePartition::decode(
+                        b, version,
+                    )?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -483,9 +664,23 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -494,8 +689,15 @@ pub mod response {
             let mut this = Self::default();
             this.topic_name = r.string();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| DescribeShareGroupOffsetsResponsePartition::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeShareGroupOffsetsResponsePartition::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -540,9 +742,18 @@ pub mod response {
             wire::put_i32(s, *&self.partition_index);
             wire::put_i64(s, *&self.start_offset);
             wire::put_i32(s, *&self.leader_epoch);
-            if version >= 1 { wire::put_i64(s, *&self.lag); }
+            if version >= 1 {
+                wire::put_i64(s, *&self.lag);
+            }
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -561,14 +772,18 @@ pub mod response {
             this.partition_index = wire::get_i32(b)?;
             this.start_offset = wire::get_i64(b)?;
             this.leader_epoch = wire::get_i32(b)?;
-            if version >= 1 { this.lag = wire::get_i64(b)?; }
+            if version >= 1 {
+                this.lag = wire::get_i64(b)?;
+            }
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -584,9 +799,17 @@ pub mod response {
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("startOffset".into(), Value::from(*&self.start_offset));
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
-            if version >= 1 { m.insert("lag".into(), Value::from(*&self.lag)); }
+            if version >= 1 {
+                m.insert("lag".into(), Value::from(*&self.lag));
+            }
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -596,12 +819,19 @@ pub mod response {
             this.partition_index = r.i32();
             this.start_offset = r.i64();
             this.leader_epoch = r.i32();
-            if version >= 1 { this.lag = r.i64(); }
+            if version >= 1 {
+                this.lag = r.i64();
+            }
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeTopicPartitionsRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -44,9 +44,20 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i32(s, *&self.response_partition_limit);
-            match &self.cursor { Some(v) => { wire::put_i8(s, 1); (v).encode(s, version)?; } None => { wire::put_i8(s, -1); } }
+            match &self.cursor {
+                Some(v) => {
+                    wire::put_i8(s, 1);
+                    (v).encode(s, version)?;
+                }
+                None => {
+                    wire::put_i8(s, -1);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -62,14 +73,27 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicRequest::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicRequest::decode(b, version)?);
+                }
+                v
+            };
             this.response_partition_limit = wire::get_i32(b)?;
-            this.cursor = if wire::get_i8(b)? < 0 { None } else { Some(Cursor::decode(b, version)?) };
+            this.cursor = if wire::get_i8(b)? < 0 {
+                None
+            } else {
+                Some(Cursor::decode(b, version)?)
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -82,19 +106,45 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("responsePartitionLimit".into(), Value::from(*&self.response_partition_limit));
-            m.insert("cursor".into(), match &self.cursor { Some(v) => (v).to_json(version), None => Value::Null });
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "responsePartitionLimit".into(),
+                Value::from(*&self.response_partition_limit),
+            );
+            m.insert(
+                "cursor".into(),
+                match &self.cursor {
+                    Some(v) => (v).to_json(version),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicRequest::sample(r, version)).collect() };
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicRequest::sample(r, version)).collect()
+            };
             this.response_partition_limit = r.i32();
-            this.cursor = if (true) && r.null() { None } else { Some(Cursor::sample(r, version)) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.cursor = if (true) && r.null() {
+                None
+            } else {
+                Some(Cursor::sample(r, version))
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -142,7 +192,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -163,7 +215,9 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -216,7 +270,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -229,7 +285,10 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             Value::Object(m)
         }
@@ -239,11 +298,12 @@ pub mod request {
             let mut this = Self::default();
             this.topic_name = r.string();
             this.partition_index = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeTopicPartitionsResponse`.
@@ -253,10 +313,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeTopicPartitionsResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -287,8 +347,19 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            match &self.next_cursor { Some(v) => { wire::put_i8(s, 1); (v).encode(s, version)?; } None => { wire::put_i8(s, -1); } }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            match &self.next_cursor {
+                Some(v) => {
+                    wire::put_i8(s, 1);
+                    (v).encode(s, version)?;
+                }
+                None => {
+                    wire::put_i8(s, -1);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -305,13 +376,26 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeTopicPartitionsResponseTopic::decode(b, version)?); } v };
-            this.next_cursor = if wire::get_i8(b)? < 0 { None } else { Some(Cursor::decode(b, version)?) };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeTopicPartitionsResponseTopic::decode(b, version)?);
+                }
+                v
+            };
+            this.next_cursor = if wire::get_i8(b)? < 0 {
+                None
+            } else {
+                Some(Cursor::decode(b, version)?)
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -324,9 +408,26 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("nextCursor".into(), match &self.next_cursor { Some(v) => (v).to_json(version), None => Value::Null });
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "nextCursor".into(),
+                match &self.next_cursor {
+                    Some(v) => (v).to_json(version),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -334,9 +435,20 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.topics = { let n = r.len(); (0..n).map(|_| DescribeTopicPartitionsResponseTopic::sample(r, version)).collect() };
-            this.next_cursor = if (true) && r.null() { None } else { Some(Cursor::sample(r, version)) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeTopicPartitionsResponseTopic::sample(r, version))
+                    .collect()
+            };
+            this.next_cursor = if (true) && r.null() {
+                None
+            } else {
+                Some(Cursor::sample(r, version))
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -379,10 +491,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i16(s, *&self.error_code);
-            match &self.name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.name {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_uuid(s, &self.topic_id);
             wire::put_bool(s, *&self.is_internal);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i32(s, *&self.topic_authorized_operations);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -403,13 +525,24 @@ pub mod response {
             this.name = wire::get_opt_str(b, flexible, "Name")?;
             this.topic_id = wire::get_uuid(b)?;
             this.is_internal = wire::get_bool(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribeTopicPartitionsResponsePartition::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribeTopicPartitionsResponsePartition::decode(
+                        b, version,
+                    )?);
+                }
+                v
+            };
             this.topic_authorized_operations = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -423,11 +556,31 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("name".into(), match &self.name { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
+            m.insert(
+                "name".into(),
+                match &self.name {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
             m.insert("isInternal".into(), Value::from(*&self.is_internal));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("topicAuthorizedOperations".into(), Value::from(*&self.topic_authorized_operations));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "topicAuthorizedOperations".into(),
+                Value::from(*&self.topic_authorized_operations),
+            );
             Value::Object(m)
         }
 
@@ -435,12 +588,23 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.name = if (true) && r.null() { None } else { Some(r.string()) };
+            this.name = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.topic_id = r.uuid();
             this.is_internal = r.bool();
-            this.partitions = { let n = r.len(); (0..n).map(|_| DescribeTopicPartitionsResponsePartition::sample(r, version)).collect() };
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| DescribeTopicPartitionsResponsePartition::sample(r, version))
+                    .collect()
+            };
             this.topic_authorized_operations = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -495,11 +659,40 @@ pub mod response {
             wire::put_i32(s, *&self.partition_index);
             wire::put_i32(s, *&self.leader_id);
             wire::put_i32(s, *&self.leader_epoch);
-            wire::put_array_len(s, (&self.replica_nodes).len(), flexible)?; for e in (&self.replica_nodes).iter() { wire::put_i32(s, *e); }
-            wire::put_array_len(s, (&self.isr_nodes).len(), flexible)?; for e in (&self.isr_nodes).iter() { wire::put_i32(s, *e); }
-            match &self.eligible_leader_replicas { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { wire::put_i32(s, *e); } } None => { wire::put_null_len(s, flexible); } }
-            match &self.last_known_elr { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { wire::put_i32(s, *e); } } None => { wire::put_null_len(s, flexible); } }
-            wire::put_array_len(s, (&self.offline_replicas).len(), flexible)?; for e in (&self.offline_replicas).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.replica_nodes).len(), flexible)?;
+            for e in (&self.replica_nodes).iter() {
+                wire::put_i32(s, *e);
+            }
+            wire::put_array_len(s, (&self.isr_nodes).len(), flexible)?;
+            for e in (&self.isr_nodes).iter() {
+                wire::put_i32(s, *e);
+            }
+            match &self.eligible_leader_replicas {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        wire::put_i32(s, *e);
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.last_known_elr {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        wire::put_i32(s, *e);
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            wire::put_array_len(s, (&self.offline_replicas).len(), flexible)?;
+            for e in (&self.offline_replicas).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -519,16 +712,58 @@ pub mod response {
             this.partition_index = wire::get_i32(b)?;
             this.leader_id = wire::get_i32(b)?;
             this.leader_epoch = wire::get_i32(b)?;
-            this.replica_nodes = { let n = wire::get_array_len(b, flexible, "ReplicaNodes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
-            this.isr_nodes = { let n = wire::get_array_len(b, flexible, "IsrNodes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
-            this.eligible_leader_replicas = match wire::get_opt_array_len(b, flexible, "EligibleLeaderReplicas")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } Some(v) } };
-            this.last_known_elr = match wire::get_opt_array_len(b, flexible, "LastKnownElr")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } Some(v) } };
-            this.offline_replicas = { let n = wire::get_array_len(b, flexible, "OfflineReplicas")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.replica_nodes = {
+                let n = wire::get_array_len(b, flexible, "ReplicaNodes")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
+            this.isr_nodes = {
+                let n = wire::get_array_len(b, flexible, "IsrNodes")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
+            this.eligible_leader_replicas =
+                match wire::get_opt_array_len(b, flexible, "EligibleLeaderReplicas")? {
+                    None => None,
+                    Some(n) => {
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(wire::get_i32(b)?);
+                        }
+                        Some(v)
+                    }
+                };
+            this.last_known_elr = match wire::get_opt_array_len(b, flexible, "LastKnownElr")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_i32(b)?);
+                    }
+                    Some(v)
+                }
+            };
+            this.offline_replicas = {
+                let n = wire::get_array_len(b, flexible, "OfflineReplicas")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -545,11 +780,42 @@ pub mod response {
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("leaderId".into(), Value::from(*&self.leader_id));
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
-            m.insert("replicaNodes".into(), Value::Array((&self.replica_nodes).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("isrNodes".into(), Value::Array((&self.isr_nodes).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("eligibleLeaderReplicas".into(), match &self.eligible_leader_replicas { Some(v) => Value::Array((v).iter().map(|e| Value::from(*e)).collect()), None => Value::Null });
-            m.insert("lastKnownElr".into(), match &self.last_known_elr { Some(v) => Value::Array((v).iter().map(|e| Value::from(*e)).collect()), None => Value::Null });
-            m.insert("offlineReplicas".into(), Value::Array((&self.offline_replicas).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "replicaNodes".into(),
+                Value::Array(
+                    (&self.replica_nodes)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "isrNodes".into(),
+                Value::Array((&self.isr_nodes).iter().map(|e| Value::from(*e)).collect()),
+            );
+            m.insert(
+                "eligibleLeaderReplicas".into(),
+                match &self.eligible_leader_replicas {
+                    Some(v) => Value::Array((v).iter().map(|e| Value::from(*e)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "lastKnownElr".into(),
+                match &self.last_known_elr {
+                    Some(v) => Value::Array((v).iter().map(|e| Value::from(*e)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "offlineReplicas".into(),
+                Value::Array(
+                    (&self.offline_replicas)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -560,12 +826,37 @@ pub mod response {
             this.partition_index = r.i32();
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
-            this.replica_nodes = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            this.isr_nodes = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            this.eligible_leader_replicas = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| r.i32()).collect() }) };
-            this.last_known_elr = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| r.i32()).collect() }) };
-            this.offline_replicas = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.replica_nodes = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            this.isr_nodes = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            this.eligible_leader_replicas = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| r.i32()).collect()
+                })
+            };
+            this.last_known_elr = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| r.i32()).collect()
+                })
+            };
+            this.offline_replicas = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -618,7 +909,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -631,7 +924,10 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             Value::Object(m)
         }
@@ -641,9 +937,10 @@ pub mod response {
             let mut this = Self::default();
             this.topic_name = r.string();
             this.partition_index = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeTransactionsRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +38,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.transactional_ids).len(), flexible)?; for e in (&self.transactional_ids).iter() { wire::put_str(s, e, flexible)?; }
+            wire::put_array_len(s, (&self.transactional_ids).len(), flexible)?;
+            for e in (&self.transactional_ids).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -54,12 +57,21 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.transactional_ids = { let n = wire::get_array_len(b, flexible, "TransactionalIds")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "TransactionalIds")?); } v };
+            this.transactional_ids = {
+                let n = wire::get_array_len(b, flexible, "TransactionalIds")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "TransactionalIds")?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -72,19 +84,31 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("transactionalIds".into(), Value::Array((&self.transactional_ids).iter().map(|e| Value::String((e).to_string())).collect()));
+            m.insert(
+                "transactionalIds".into(),
+                Value::Array(
+                    (&self.transactional_ids)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.transactional_ids = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.transactional_ids = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `DescribeTransactionsResponse`.
@@ -94,10 +118,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `DescribeTransactionsResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -125,7 +149,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.transaction_states).len(), flexible)?; for e in (&self.transaction_states).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.transaction_states).len(), flexible)?;
+            for e in (&self.transaction_states).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -142,12 +169,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.transaction_states = { let n = wire::get_array_len(b, flexible, "TransactionStates")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TransactionState::decode(b, version)?); } v };
+            this.transaction_states = {
+                let n = wire::get_array_len(b, flexible, "TransactionStates")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TransactionState::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -160,8 +196,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("transactionStates".into(), Value::Array((&self.transaction_states).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "transactionStates".into(),
+                Value::Array(
+                    (&self.transaction_states)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -169,8 +216,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.transaction_states = { let n = r.len(); (0..n).map(|_| TransactionState::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.transaction_states = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| TransactionState::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -225,7 +279,10 @@ pub mod response {
             wire::put_i64(s, *&self.transaction_start_time_ms);
             wire::put_i64(s, *&self.producer_id);
             wire::put_i16(s, *&self.producer_epoch);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -248,12 +305,21 @@ pub mod response {
             this.transaction_start_time_ms = wire::get_i64(b)?;
             this.producer_id = wire::get_i64(b)?;
             this.producer_epoch = wire::get_i16(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -267,13 +333,33 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("transactionalId".into(), Value::String((&self.transactional_id).to_string()));
-            m.insert("transactionState".into(), Value::String((&self.transaction_state).to_string()));
-            m.insert("transactionTimeoutMs".into(), Value::from(*&self.transaction_timeout_ms));
-            m.insert("transactionStartTimeMs".into(), Value::from(*&self.transaction_start_time_ms));
+            m.insert(
+                "transactionalId".into(),
+                Value::String((&self.transactional_id).to_string()),
+            );
+            m.insert(
+                "transactionState".into(),
+                Value::String((&self.transaction_state).to_string()),
+            );
+            m.insert(
+                "transactionTimeoutMs".into(),
+                Value::from(*&self.transaction_timeout_ms),
+            );
+            m.insert(
+                "transactionStartTimeMs".into(),
+                Value::from(*&self.transaction_start_time_ms),
+            );
             m.insert("producerId".into(), Value::from(*&self.producer_id));
             m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -287,8 +373,13 @@ pub mod response {
             this.transaction_start_time_ms = r.i64();
             this.producer_id = r.i64();
             this.producer_epoch = r.i16();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -319,7 +410,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.topic, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -336,12 +430,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.topic = wire::get_str(b, flexible, "Topic")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -355,7 +458,10 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("topic".into(), Value::String((&self.topic).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -363,10 +469,14 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ElectLeadersRequest`, versions 0-2, flexible in 2.
     #[derive(Debug, Clone, PartialEq)]
@@ -44,9 +44,26 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
-            if version >= 1 { wire::put_i8(s, *&self.election_type); }
-            if !(version >= 1) && self.election_type != 0i8 { return Err(EncodeError::FieldNotInVersion { field: "ElectionType", version }); }
-            match &self.topic_partitions { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            if version >= 1 {
+                wire::put_i8(s, *&self.election_type);
+            }
+            if !(version >= 1) && self.election_type != 0i8 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ElectionType",
+                    version,
+                });
+            }
+            match &self.topic_partitions {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             wire::put_i32(s, *&self.timeout_ms);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -54,7 +71,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -65,14 +85,27 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 2;
             let mut this = Self::default();
-            if version >= 1 { this.election_type = wire::get_i8(b)?; }
-            this.topic_partitions = match wire::get_opt_array_len(b, flexible, "TopicPartitions")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicPartitions::decode(b, version)?); } Some(v) } };
+            if version >= 1 {
+                this.election_type = wire::get_i8(b)?;
+            }
+            this.topic_partitions = match wire::get_opt_array_len(b, flexible, "TopicPartitions")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TopicPartitions::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             this.timeout_ms = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -85,8 +118,16 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("electionType".into(), Value::from(*&self.election_type)); }
-            m.insert("topicPartitions".into(), match &self.topic_partitions { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
+            if version >= 1 {
+                m.insert("electionType".into(), Value::from(*&self.election_type));
+            }
+            m.insert(
+                "topicPartitions".into(),
+                match &self.topic_partitions {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
             m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms));
             Value::Object(m)
         }
@@ -94,10 +135,23 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.election_type = r.i8(); }
-            this.topic_partitions = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TopicPartitions::sample(r, version)).collect() }) };
+            if version >= 1 {
+                this.election_type = r.i8();
+            }
+            this.topic_partitions = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| TopicPartitions::sample(r, version))
+                        .collect()
+                })
+            };
             this.timeout_ms = r.i32();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -128,14 +182,20 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_str(s, &self.topic, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -147,12 +207,21 @@ pub mod request {
             let flexible = version >= 2;
             let mut this = Self::default();
             this.topic = wire::get_str(b, flexible, "Topic")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -166,7 +235,10 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("topic".into(), Value::String((&self.topic).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -174,12 +246,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ElectLeadersResponse`.
@@ -189,10 +265,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ElectLeadersResponse`, versions 0-2, flexible in 2.
     #[derive(Debug, Clone, PartialEq)]
@@ -223,16 +299,29 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i32(s, *&self.throttle_time_ms);
-            if version >= 1 { wire::put_i16(s, *&self.error_code); }
-            if !(version >= 1) && self.error_code != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "ErrorCode", version }); }
-            wire::put_array_len(s, (&self.replica_election_results).len(), flexible)?; for e in (&self.replica_election_results).iter() { (e).encode(s, version)?; }
+            if version >= 1 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if !(version >= 1) && self.error_code != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ErrorCode",
+                    version,
+                });
+            }
+            wire::put_array_len(s, (&self.replica_election_results).len(), flexible)?;
+            for e in (&self.replica_election_results).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -244,13 +333,24 @@ pub mod response {
             let flexible = version >= 2;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            if version >= 1 { this.error_code = wire::get_i16(b)?; }
-            this.replica_election_results = { let n = wire::get_array_len(b, flexible, "ReplicaElectionResults")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ReplicaElectionResult::decode(b, version)?); } v };
+            if version >= 1 {
+                this.error_code = wire::get_i16(b)?;
+            }
+            this.replica_election_results = {
+                let n = wire::get_array_len(b, flexible, "ReplicaElectionResults")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ReplicaElectionResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -263,9 +363,22 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            if version >= 1 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
-            m.insert("replicaElectionResults".into(), Value::Array((&self.replica_election_results).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            if version >= 1 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
+            m.insert(
+                "replicaElectionResults".into(),
+                Value::Array(
+                    (&self.replica_election_results)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -273,9 +386,18 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            if version >= 1 { this.error_code = r.i16(); }
-            this.replica_election_results = { let n = r.len(); (0..n).map(|_| ReplicaElectionResult::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.error_code = r.i16();
+            }
+            this.replica_election_results = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| ReplicaElectionResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -306,14 +428,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_str(s, &self.topic, flexible)?;
-            wire::put_array_len(s, (&self.partition_result).len(), flexible)?; for e in (&self.partition_result).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partition_result).len(), flexible)?;
+            for e in (&self.partition_result).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -325,12 +453,21 @@ pub mod response {
             let flexible = version >= 2;
             let mut this = Self::default();
             this.topic = wire::get_str(b, flexible, "Topic")?;
-            this.partition_result = { let n = wire::get_array_len(b, flexible, "PartitionResult")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionResult::decode(b, version)?); } v };
+            this.partition_result = {
+                let n = wire::get_array_len(b, flexible, "PartitionResult")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -344,7 +481,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("topic".into(), Value::String((&self.topic).to_string()));
-            m.insert("partitionResult".into(), Value::Array((&self.partition_result).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitionResult".into(),
+                Value::Array(
+                    (&self.partition_result)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -352,8 +497,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic = r.string();
-            this.partition_result = { let n = r.len(); (0..n).map(|_| PartitionResult::sample(r, version)).collect() };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partition_result = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| PartitionResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -388,14 +540,24 @@ pub mod response {
             let flexible = version >= 2;
             wire::put_i32(s, *&self.partition_id);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -413,7 +575,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -428,7 +592,13 @@ pub mod response {
             let mut m = serde_json::Map::new();
             m.insert("partitionId".into(), Value::from(*&self.partition_id));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -437,10 +607,15 @@ pub mod response {
             let mut this = Self::default();
             this.partition_id = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `EndQuorumEpochRequest`, versions 0-1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -44,16 +44,34 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if version >= 1 { wire::put_array_len(s, (&self.leader_endpoints).len(), flexible)?; for e in (&self.leader_endpoints).iter() { (e).encode(s, version)?; } }
+            match &self.cluster_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 1 {
+                wire::put_array_len(s, (&self.leader_endpoints).len(), flexible)?;
+                for e in (&self.leader_endpoints).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -65,13 +83,31 @@ pub mod request {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.cluster_id = wire::get_opt_str(b, flexible, "ClusterId")?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
-            if version >= 1 { this.leader_endpoints = { let n = wire::get_array_len(b, flexible, "LeaderEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(LeaderEndpoint::decode(b, version)?); } v }; }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 1 {
+                this.leader_endpoints = {
+                    let n = wire::get_array_len(b, flexible, "LeaderEndpoints")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(LeaderEndpoint::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -84,19 +120,57 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("clusterId".into(), match &self.cluster_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("leaderEndpoints".into(), Value::Array((&self.leader_endpoints).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "clusterId".into(),
+                match &self.cluster_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 1 {
+                m.insert(
+                    "leaderEndpoints".into(),
+                    Value::Array(
+                        (&self.leader_endpoints)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.cluster_id = if (true) && r.null() { None } else { Some(r.string()) };
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if version >= 1 { this.leader_endpoints = { let n = r.len(); (0..n).map(|_| LeaderEndpoint::sample(r, version)).collect() }; }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.cluster_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.leader_endpoints = {
+                    let n = r.len();
+                    (0..n).map(|_| LeaderEndpoint::sample(r, version)).collect()
+                };
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -127,14 +201,20 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -146,12 +226,21 @@ pub mod request {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -164,8 +253,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -173,8 +273,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -216,15 +321,28 @@ pub mod request {
             wire::put_i32(s, *&self.partition_index);
             wire::put_i32(s, *&self.leader_id);
             wire::put_i32(s, *&self.leader_epoch);
-            if version <= 0 { wire::put_array_len(s, (&self.preferred_successors).len(), flexible)?; for e in (&self.preferred_successors).iter() { wire::put_i32(s, *e); } }
-            if version >= 1 { wire::put_array_len(s, (&self.preferred_candidates).len(), flexible)?; for e in (&self.preferred_candidates).iter() { (e).encode(s, version)?; } }
+            if version <= 0 {
+                wire::put_array_len(s, (&self.preferred_successors).len(), flexible)?;
+                for e in (&self.preferred_successors).iter() {
+                    wire::put_i32(s, *e);
+                }
+            }
+            if version >= 1 {
+                wire::put_array_len(s, (&self.preferred_candidates).len(), flexible)?;
+                for e in (&self.preferred_candidates).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -238,13 +356,33 @@ pub mod request {
             this.partition_index = wire::get_i32(b)?;
             this.leader_id = wire::get_i32(b)?;
             this.leader_epoch = wire::get_i32(b)?;
-            if version <= 0 { this.preferred_successors = { let n = wire::get_array_len(b, flexible, "PreferredSuccessors")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v }; }
-            if version >= 1 { this.preferred_candidates = { let n = wire::get_array_len(b, flexible, "PreferredCandidates")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ReplicaInfo::decode(b, version)?); } v }; }
+            if version <= 0 {
+                this.preferred_successors = {
+                    let n = wire::get_array_len(b, flexible, "PreferredSuccessors")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_i32(b)?);
+                    }
+                    v
+                };
+            }
+            if version >= 1 {
+                this.preferred_candidates = {
+                    let n = wire::get_array_len(b, flexible, "PreferredCandidates")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(ReplicaInfo::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -260,8 +398,28 @@ pub mod request {
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("leaderId".into(), Value::from(*&self.leader_id));
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
-            if version <= 0 { m.insert("preferredSuccessors".into(), Value::Array((&self.preferred_successors).iter().map(|e| Value::from(*e)).collect())); }
-            if version >= 1 { m.insert("preferredCandidates".into(), Value::Array((&self.preferred_candidates).iter().map(|e| (e).to_json(version)).collect())); }
+            if version <= 0 {
+                m.insert(
+                    "preferredSuccessors".into(),
+                    Value::Array(
+                        (&self.preferred_successors)
+                            .iter()
+                            .map(|e| Value::from(*e))
+                            .collect(),
+                    ),
+                );
+            }
+            if version >= 1 {
+                m.insert(
+                    "preferredCandidates".into(),
+                    Value::Array(
+                        (&self.preferred_candidates)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -271,9 +429,21 @@ pub mod request {
             this.partition_index = r.i32();
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
-            if version <= 0 { this.preferred_successors = { let n = r.len(); (0..n).map(|_| r.i32()).collect() }; }
-            if version >= 1 { this.preferred_candidates = { let n = r.len(); (0..n).map(|_| ReplicaInfo::sample(r, version)).collect() }; }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 0 {
+                this.preferred_successors = {
+                    let n = r.len();
+                    (0..n).map(|_| r.i32()).collect()
+                };
+            }
+            if version >= 1 {
+                this.preferred_candidates = {
+                    let n = r.len();
+                    (0..n).map(|_| ReplicaInfo::sample(r, version)).collect()
+                };
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -303,17 +473,34 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            if version >= 1 { wire::put_i32(s, *&self.candidate_id); }
-            if !(version >= 1) && self.candidate_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "CandidateId", version }); }
-            if version >= 1 { wire::put_uuid(s, &self.candidate_directory_id); }
-            if !(version >= 1) && self.candidate_directory_id != Uuid::ZERO { return Err(EncodeError::FieldNotInVersion { field: "CandidateDirectoryId", version }); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.candidate_id);
+            }
+            if !(version >= 1) && self.candidate_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "CandidateId",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_uuid(s, &self.candidate_directory_id);
+            }
+            if !(version >= 1) && self.candidate_directory_id != Uuid::ZERO {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "CandidateDirectoryId",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -324,13 +511,19 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 1;
             let mut this = Self::default();
-            if version >= 1 { this.candidate_id = wire::get_i32(b)?; }
-            if version >= 1 { this.candidate_directory_id = wire::get_uuid(b)?; }
+            if version >= 1 {
+                this.candidate_id = wire::get_i32(b)?;
+            }
+            if version >= 1 {
+                this.candidate_directory_id = wire::get_uuid(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -343,17 +536,30 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("candidateId".into(), Value::from(*&self.candidate_id)); }
-            if version >= 1 { m.insert("candidateDirectoryId".into(), Value::String((&self.candidate_directory_id).to_string())); }
+            if version >= 1 {
+                m.insert("candidateId".into(), Value::from(*&self.candidate_id));
+            }
+            if version >= 1 {
+                m.insert(
+                    "candidateDirectoryId".into(),
+                    Value::String((&self.candidate_directory_id).to_string()),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.candidate_id = r.i32(); }
-            if version >= 1 { this.candidate_directory_id = r.uuid(); }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.candidate_id = r.i32();
+            }
+            if version >= 1 {
+                this.candidate_directory_id = r.uuid();
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -386,19 +592,43 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            if version >= 1 { wire::put_str(s, &self.name, flexible)?; }
-            if !(version >= 1) && !self.name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version >= 1 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 1) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 1 { wire::put_u16(s, *&self.port); }
-            if !(version >= 1) && self.port != 0u16 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
+            if version >= 1 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if !(version >= 1) && !self.name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 1) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_u16(s, *&self.port);
+            }
+            if !(version >= 1) && self.port != 0u16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -409,14 +639,22 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 1;
             let mut this = Self::default();
-            if version >= 1 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 1 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 1 { this.port = wire::get_u16(b)?; }
+            if version >= 1 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 1 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 1 {
+                this.port = wire::get_u16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -429,23 +667,36 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 1 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 1 { m.insert("port".into(), Value::from(*&self.port)); }
+            if version >= 1 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 1 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 1 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.name = r.string(); }
-            if version >= 1 { this.host = r.string(); }
-            if version >= 1 { this.port = r.u16(); }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.name = r.string();
+            }
+            if version >= 1 {
+                this.host = r.string();
+            }
+            if version >= 1 {
+                this.port = r.u16();
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `EndQuorumEpochResponse`.
@@ -455,10 +706,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `EndQuorumEpochResponse`, versions 0-1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -489,18 +740,46 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if !(version >= 1) && !self.node_endpoints.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "NodeEndpoints", version }); }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if !(version >= 1) && !self.node_endpoints.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeEndpoints",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 1 && !self.node_endpoints.is_empty() { n += 1; }
+                if version >= 1 && !self.node_endpoints.is_empty() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 1 && !self.node_endpoints.is_empty() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } }
+                if version >= 1 && !self.node_endpoints.is_empty() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                        for e in (&self.node_endpoints).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                    for e in (&self.node_endpoints).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -512,13 +791,34 @@ pub mod response {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 1 => { let declared = data.len(); let b = &mut data; this.node_endpoints = { let n = wire::get_array_len(b, flexible, "NodeEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(NodeEndpoint::decode(b, version)?); } v }; wire::tagged_done(b, declared, "NodeEndpoints")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 1 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.node_endpoints = {
+                                let n = wire::get_array_len(b, flexible, "NodeEndpoints")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(NodeEndpoint::decode(b, version)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "NodeEndpoints")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -532,8 +832,26 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("nodeEndpoints".into(), Value::Array((&self.node_endpoints).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if (false) || ((version >= 1) && !self.node_endpoints.is_empty()) {
+                m.insert(
+                    "nodeEndpoints".into(),
+                    Value::Array(
+                        (&self.node_endpoints)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -541,9 +859,19 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if version >= 1 { this.node_endpoints = { let n = r.len(); (0..n).map(|_| NodeEndpoint::sample(r, version)).collect() }; }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.node_endpoints = {
+                    let n = r.len();
+                    (0..n).map(|_| NodeEndpoint::sample(r, version)).collect()
+                };
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -574,14 +902,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -593,12 +927,21 @@ pub mod response {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -611,8 +954,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -620,8 +974,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -667,7 +1026,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -686,7 +1048,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -713,7 +1077,9 @@ pub mod response {
             this.error_code = r.i16();
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -746,19 +1112,43 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            if version >= 1 { wire::put_i32(s, *&self.node_id); }
-            if !(version >= 1) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version >= 1 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 1) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 1 { wire::put_u16(s, *&self.port); }
-            if !(version >= 1) && self.port != 0u16 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version >= 1) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 1) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_u16(s, *&self.port);
+            }
+            if !(version >= 1) && self.port != 0u16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -769,14 +1159,22 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 1;
             let mut this = Self::default();
-            if version >= 1 { this.node_id = wire::get_i32(b)?; }
-            if version >= 1 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 1 { this.port = wire::get_u16(b)?; }
+            if version >= 1 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version >= 1 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 1 {
+                this.port = wire::get_u16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -789,21 +1187,34 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version >= 1 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 1 { m.insert("port".into(), Value::from(*&self.port)); }
+            if version >= 1 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version >= 1 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 1 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.node_id = r.i32(); }
-            if version >= 1 { this.host = r.string(); }
-            if version >= 1 { this.port = r.u16(); }
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.node_id = r.i32();
+            }
+            if version >= 1 {
+                this.host = r.string();
+            }
+            if version >= 1 {
+                this.port = r.u16();
+            }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

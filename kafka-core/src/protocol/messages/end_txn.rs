@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `EndTxnRequest`, versions 0-5, flexible in 3-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +57,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -76,7 +79,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -89,7 +94,10 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("transactionalId".into(), Value::String((&self.transactional_id).to_string()));
+            m.insert(
+                "transactionalId".into(),
+                Value::String((&self.transactional_id).to_string()),
+            );
             m.insert("producerId".into(), Value::from(*&self.producer_id));
             m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch));
             m.insert("committed".into(), Value::from(*&self.committed));
@@ -103,11 +111,12 @@ pub mod request {
             this.producer_id = r.i64();
             this.producer_epoch = r.i16();
             this.committed = r.bool();
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `EndTxnResponse`.
@@ -117,10 +126,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `EndTxnResponse`, versions 0-5, flexible in 3-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -155,15 +164,22 @@ pub mod response {
             let flexible = version >= 3;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            if version >= 5 { wire::put_i64(s, *&self.producer_id); }
-            if version >= 5 { wire::put_i16(s, *&self.producer_epoch); }
+            if version >= 5 {
+                wire::put_i64(s, *&self.producer_id);
+            }
+            if version >= 5 {
+                wire::put_i16(s, *&self.producer_epoch);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -176,13 +192,19 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
-            if version >= 5 { this.producer_id = wire::get_i64(b)?; }
-            if version >= 5 { this.producer_epoch = wire::get_i16(b)?; }
+            if version >= 5 {
+                this.producer_id = wire::get_i64(b)?;
+            }
+            if version >= 5 {
+                this.producer_epoch = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -195,10 +217,17 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            if version >= 5 { m.insert("producerId".into(), Value::from(*&self.producer_id)); }
-            if version >= 5 { m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch)); }
+            if version >= 5 {
+                m.insert("producerId".into(), Value::from(*&self.producer_id));
+            }
+            if version >= 5 {
+                m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch));
+            }
             Value::Object(m)
         }
 
@@ -207,11 +236,16 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            if version >= 5 { this.producer_id = r.i64(); }
-            if version >= 5 { this.producer_epoch = r.i16(); }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 5 {
+                this.producer_id = r.i64();
+            }
+            if version >= 5 {
+                this.producer_epoch = r.i16();
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `EndTxnMarker`, versions 0.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +34,10 @@ impl Encodable for EndTxnMarker {
     fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
         wire::put_i32(s, *&self.coordinator_epoch);
         if !self.unknown_tagged_fields.is_empty() {
-            return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+            return Err(EncodeError::FieldNotInVersion {
+                field: "unknown_tagged_fields",
+                version,
+            });
         }
         Ok(())
     }
@@ -54,7 +57,10 @@ impl OracleExt for EndTxnMarker {
     #[allow(unused_variables, unused_mut)]
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
-        m.insert("coordinatorEpoch".into(), Value::from(*&self.coordinator_epoch));
+        m.insert(
+            "coordinatorEpoch".into(),
+            Value::from(*&self.coordinator_epoch),
+        );
         Value::Object(m)
     }
 

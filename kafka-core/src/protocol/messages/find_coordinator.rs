@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `FindCoordinatorRequest`, versions 0-6, flexible in 3-6.
     #[derive(Debug, Clone, PartialEq)]
@@ -44,19 +44,46 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version <= 3 { wire::put_str(s, &self.key, flexible)?; }
-            if !(version <= 3) && !self.key.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Key", version }); }
-            if version >= 1 { wire::put_i8(s, *&self.key_type); }
-            if !(version >= 1) && self.key_type != 0i8 { return Err(EncodeError::FieldNotInVersion { field: "KeyType", version }); }
-            if version >= 4 { wire::put_array_len(s, (&self.coordinator_keys).len(), flexible)?; for e in (&self.coordinator_keys).iter() { wire::put_str(s, e, flexible)?; } }
-            if !(version >= 4) && !self.coordinator_keys.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "CoordinatorKeys", version }); }
+            if version <= 3 {
+                wire::put_str(s, &self.key, flexible)?;
+            }
+            if !(version <= 3) && !self.key.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Key",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_i8(s, *&self.key_type);
+            }
+            if !(version >= 1) && self.key_type != 0i8 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "KeyType",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_array_len(s, (&self.coordinator_keys).len(), flexible)?;
+                for e in (&self.coordinator_keys).iter() {
+                    wire::put_str(s, e, flexible)?;
+                }
+            }
+            if !(version >= 4) && !self.coordinator_keys.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "CoordinatorKeys",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -67,14 +94,29 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version <= 3 { this.key = wire::get_str(b, flexible, "Key")?; }
-            if version >= 1 { this.key_type = wire::get_i8(b)?; }
-            if version >= 4 { this.coordinator_keys = { let n = wire::get_array_len(b, flexible, "CoordinatorKeys")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "CoordinatorKeys")?); } v }; }
+            if version <= 3 {
+                this.key = wire::get_str(b, flexible, "Key")?;
+            }
+            if version >= 1 {
+                this.key_type = wire::get_i8(b)?;
+            }
+            if version >= 4 {
+                this.coordinator_keys = {
+                    let n = wire::get_array_len(b, flexible, "CoordinatorKeys")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_str(b, flexible, "CoordinatorKeys")?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -87,23 +129,47 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 3 { m.insert("key".into(), Value::String((&self.key).to_string())); }
-            if version >= 1 { m.insert("keyType".into(), Value::from(*&self.key_type)); }
-            if version >= 4 { m.insert("coordinatorKeys".into(), Value::Array((&self.coordinator_keys).iter().map(|e| Value::String((e).to_string())).collect())); }
+            if version <= 3 {
+                m.insert("key".into(), Value::String((&self.key).to_string()));
+            }
+            if version >= 1 {
+                m.insert("keyType".into(), Value::from(*&self.key_type));
+            }
+            if version >= 4 {
+                m.insert(
+                    "coordinatorKeys".into(),
+                    Value::Array(
+                        (&self.coordinator_keys)
+                            .iter()
+                            .map(|e| Value::String((e).to_string()))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 3 { this.key = r.string(); }
-            if version >= 1 { this.key_type = r.i8(); }
-            if version >= 4 { this.coordinator_keys = { let n = r.len(); (0..n).map(|_| r.string()).collect() }; }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 3 {
+                this.key = r.string();
+            }
+            if version >= 1 {
+                this.key_type = r.i8();
+            }
+            if version >= 4 {
+                this.coordinator_keys = {
+                    let n = r.len();
+                    (0..n).map(|_| r.string()).collect()
+                };
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `FindCoordinatorResponse`.
@@ -113,10 +179,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `FindCoordinatorResponse`, versions 0-6, flexible in 3-6.
     #[derive(Debug, Clone, PartialEq)]
@@ -158,25 +224,84 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 1 { wire::put_i32(s, *&self.throttle_time_ms); }
-            if version <= 3 { wire::put_i16(s, *&self.error_code); }
-            if !(version <= 3) && self.error_code != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "ErrorCode", version }); }
-            if (1..=3).contains(&version) { match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if (1..=3).contains(&version) { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ErrorMessage", version }); } } } }
-            if version <= 3 { wire::put_i32(s, *&self.node_id); }
-            if !(version <= 3) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version <= 3 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version <= 3) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version <= 3 { wire::put_i32(s, *&self.port); }
-            if !(version <= 3) && self.port != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
-            if version >= 4 { wire::put_array_len(s, (&self.coordinators).len(), flexible)?; for e in (&self.coordinators).iter() { (e).encode(s, version)?; } }
-            if !(version >= 4) && !self.coordinators.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Coordinators", version }); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
+            if version <= 3 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if !(version <= 3) && self.error_code != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ErrorCode",
+                    version,
+                });
+            }
+            if (1..=3).contains(&version) {
+                match &self.error_message {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if (1..=3).contains(&version) {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ErrorMessage",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if version <= 3 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version <= 3) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version <= 3 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version <= 3) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version <= 3 {
+                wire::put_i32(s, *&self.port);
+            }
+            if !(version <= 3) && self.port != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_array_len(s, (&self.coordinators).len(), flexible)?;
+                for e in (&self.coordinators).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 4) && !self.coordinators.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Coordinators",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -187,18 +312,45 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = wire::get_i32(b)?; }
-            if version <= 3 { this.error_code = wire::get_i16(b)?; }
-            if (1..=3).contains(&version) { this.error_message = if (1..=3).contains(&version) { wire::get_opt_str(b, flexible, "ErrorMessage")? } else { Some(wire::get_str(b, flexible, "ErrorMessage")?) }; }
-            if version <= 3 { this.node_id = wire::get_i32(b)?; }
-            if version <= 3 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version <= 3 { this.port = wire::get_i32(b)?; }
-            if version >= 4 { this.coordinators = { let n = wire::get_array_len(b, flexible, "Coordinators")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Coordinator::decode(b, version)?); } v }; }
+            if version >= 1 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
+            if version <= 3 {
+                this.error_code = wire::get_i16(b)?;
+            }
+            if (1..=3).contains(&version) {
+                this.error_message = if (1..=3).contains(&version) {
+                    wire::get_opt_str(b, flexible, "ErrorMessage")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ErrorMessage")?)
+                };
+            }
+            if version <= 3 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version <= 3 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version <= 3 {
+                this.port = wire::get_i32(b)?;
+            }
+            if version >= 4 {
+                this.coordinators = {
+                    let n = wire::get_array_len(b, flexible, "Coordinators")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(Coordinator::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -211,27 +363,81 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
-            if version <= 3 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
-            if (1..=3).contains(&version) { m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version <= 3 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version <= 3 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version <= 3 { m.insert("port".into(), Value::from(*&self.port)); }
-            if version >= 4 { m.insert("coordinators".into(), Value::Array((&self.coordinators).iter().map(|e| (e).to_json(version)).collect())); }
+            if version >= 1 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
+            if version <= 3 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
+            if (1..=3).contains(&version) {
+                m.insert(
+                    "errorMessage".into(),
+                    match &self.error_message {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version <= 3 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version <= 3 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version <= 3 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
+            if version >= 4 {
+                m.insert(
+                    "coordinators".into(),
+                    Value::Array(
+                        (&self.coordinators)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = r.i32(); }
-            if version <= 3 { this.error_code = r.i16(); }
-            if (1..=3).contains(&version) { this.error_message = if ((1..=3).contains(&version)) && r.null() { None } else { Some(r.string()) }; }
-            if version <= 3 { this.node_id = r.i32(); }
-            if version <= 3 { this.host = r.string(); }
-            if version <= 3 { this.port = r.i32(); }
-            if version >= 4 { this.coordinators = { let n = r.len(); (0..n).map(|_| Coordinator::sample(r, version)).collect() }; }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.throttle_time_ms = r.i32();
+            }
+            if version <= 3 {
+                this.error_code = r.i16();
+            }
+            if (1..=3).contains(&version) {
+                this.error_message = if ((1..=3).contains(&version)) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version <= 3 {
+                this.node_id = r.i32();
+            }
+            if version <= 3 {
+                this.host = r.string();
+            }
+            if version <= 3 {
+                this.port = r.i32();
+            }
+            if version >= 4 {
+                this.coordinators = {
+                    let n = r.len();
+                    (0..n).map(|_| Coordinator::sample(r, version)).collect()
+                };
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -273,24 +479,78 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 4 { wire::put_str(s, &self.key, flexible)?; }
-            if !(version >= 4) && !self.key.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Key", version }); }
-            if version >= 4 { wire::put_i32(s, *&self.node_id); }
-            if !(version >= 4) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version >= 4 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 4) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 4 { wire::put_i32(s, *&self.port); }
-            if !(version >= 4) && self.port != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
-            if version >= 4 { wire::put_i16(s, *&self.error_code); }
-            if !(version >= 4) && self.error_code != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "ErrorCode", version }); }
-            if version >= 4 { match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 4 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ErrorMessage", version }); } } } }
+            if version >= 4 {
+                wire::put_str(s, &self.key, flexible)?;
+            }
+            if !(version >= 4) && !self.key.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Key",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version >= 4) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 4) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_i32(s, *&self.port);
+            }
+            if !(version >= 4) && self.port != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
+            if version >= 4 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if !(version >= 4) && self.error_code != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ErrorCode",
+                    version,
+                });
+            }
+            if version >= 4 {
+                match &self.error_message {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 4 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ErrorMessage",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -301,17 +561,35 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 4 { this.key = wire::get_str(b, flexible, "Key")?; }
-            if version >= 4 { this.node_id = wire::get_i32(b)?; }
-            if version >= 4 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 4 { this.port = wire::get_i32(b)?; }
-            if version >= 4 { this.error_code = wire::get_i16(b)?; }
-            if version >= 4 { this.error_message = if version >= 4 { wire::get_opt_str(b, flexible, "ErrorMessage")? } else { Some(wire::get_str(b, flexible, "ErrorMessage")?) }; }
+            if version >= 4 {
+                this.key = wire::get_str(b, flexible, "Key")?;
+            }
+            if version >= 4 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version >= 4 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 4 {
+                this.port = wire::get_i32(b)?;
+            }
+            if version >= 4 {
+                this.error_code = wire::get_i16(b)?;
+            }
+            if version >= 4 {
+                this.error_message = if version >= 4 {
+                    wire::get_opt_str(b, flexible, "ErrorMessage")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ErrorMessage")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -324,27 +602,62 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 4 { m.insert("key".into(), Value::String((&self.key).to_string())); }
-            if version >= 4 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version >= 4 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 4 { m.insert("port".into(), Value::from(*&self.port)); }
-            if version >= 4 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
-            if version >= 4 { m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 4 {
+                m.insert("key".into(), Value::String((&self.key).to_string()));
+            }
+            if version >= 4 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version >= 4 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 4 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
+            if version >= 4 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
+            if version >= 4 {
+                m.insert(
+                    "errorMessage".into(),
+                    match &self.error_message {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 4 { this.key = r.string(); }
-            if version >= 4 { this.node_id = r.i32(); }
-            if version >= 4 { this.host = r.string(); }
-            if version >= 4 { this.port = r.i32(); }
-            if version >= 4 { this.error_code = r.i16(); }
-            if version >= 4 { this.error_message = if (version >= 4) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.key = r.string();
+            }
+            if version >= 4 {
+                this.node_id = r.i32();
+            }
+            if version >= 4 {
+                this.host = r.string();
+            }
+            if version >= 4 {
+                this.port = r.i32();
+            }
+            if version >= 4 {
+                this.error_code = r.i16();
+            }
+            if version >= 4 {
+                this.error_message = if (version >= 4) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `GetTelemetrySubscriptionsRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -72,7 +74,10 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("clientInstanceId".into(), Value::String((&self.client_instance_id).to_string()));
+            m.insert(
+                "clientInstanceId".into(),
+                Value::String((&self.client_instance_id).to_string()),
+            );
             Value::Object(m)
         }
 
@@ -80,11 +85,12 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.client_instance_id = r.uuid();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `GetTelemetrySubscriptionsResponse`.
@@ -94,10 +100,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `GetTelemetrySubscriptionsResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -149,11 +155,17 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             wire::put_uuid(s, &self.client_instance_id);
             wire::put_i32(s, *&self.subscription_id);
-            wire::put_array_len(s, (&self.accepted_compression_types).len(), flexible)?; for e in (&self.accepted_compression_types).iter() { wire::put_i8(s, *e); }
+            wire::put_array_len(s, (&self.accepted_compression_types).len(), flexible)?;
+            for e in (&self.accepted_compression_types).iter() {
+                wire::put_i8(s, *e);
+            }
             wire::put_i32(s, *&self.push_interval_ms);
             wire::put_i32(s, *&self.telemetry_max_bytes);
             wire::put_bool(s, *&self.delta_temporality);
-            wire::put_array_len(s, (&self.requested_metrics).len(), flexible)?; for e in (&self.requested_metrics).iter() { wire::put_str(s, e, flexible)?; }
+            wire::put_array_len(s, (&self.requested_metrics).len(), flexible)?;
+            for e in (&self.requested_metrics).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -173,16 +185,32 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.client_instance_id = wire::get_uuid(b)?;
             this.subscription_id = wire::get_i32(b)?;
-            this.accepted_compression_types = { let n = wire::get_array_len(b, flexible, "AcceptedCompressionTypes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i8(b)?); } v };
+            this.accepted_compression_types = {
+                let n = wire::get_array_len(b, flexible, "AcceptedCompressionTypes")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i8(b)?);
+                }
+                v
+            };
             this.push_interval_ms = wire::get_i32(b)?;
             this.telemetry_max_bytes = wire::get_i32(b)?;
             this.delta_temporality = wire::get_bool(b)?;
-            this.requested_metrics = { let n = wire::get_array_len(b, flexible, "RequestedMetrics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "RequestedMetrics")?); } v };
+            this.requested_metrics = {
+                let n = wire::get_array_len(b, flexible, "RequestedMetrics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "RequestedMetrics")?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -195,15 +223,46 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("clientInstanceId".into(), Value::String((&self.client_instance_id).to_string()));
+            m.insert(
+                "clientInstanceId".into(),
+                Value::String((&self.client_instance_id).to_string()),
+            );
             m.insert("subscriptionId".into(), Value::from(*&self.subscription_id));
-            m.insert("acceptedCompressionTypes".into(), Value::Array((&self.accepted_compression_types).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("pushIntervalMs".into(), Value::from(*&self.push_interval_ms));
-            m.insert("telemetryMaxBytes".into(), Value::from(*&self.telemetry_max_bytes));
-            m.insert("deltaTemporality".into(), Value::from(*&self.delta_temporality));
-            m.insert("requestedMetrics".into(), Value::Array((&self.requested_metrics).iter().map(|e| Value::String((e).to_string())).collect()));
+            m.insert(
+                "acceptedCompressionTypes".into(),
+                Value::Array(
+                    (&self.accepted_compression_types)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "pushIntervalMs".into(),
+                Value::from(*&self.push_interval_ms),
+            );
+            m.insert(
+                "telemetryMaxBytes".into(),
+                Value::from(*&self.telemetry_max_bytes),
+            );
+            m.insert(
+                "deltaTemporality".into(),
+                Value::from(*&self.delta_temporality),
+            );
+            m.insert(
+                "requestedMetrics".into(),
+                Value::Array(
+                    (&self.requested_metrics)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -214,14 +273,21 @@ pub mod response {
             this.error_code = r.i16();
             this.client_instance_id = r.uuid();
             this.subscription_id = r.i32();
-            this.accepted_compression_types = { let n = r.len(); (0..n).map(|_| r.i8()).collect() };
+            this.accepted_compression_types = {
+                let n = r.len();
+                (0..n).map(|_| r.i8()).collect()
+            };
             this.push_interval_ms = r.i32();
             this.telemetry_max_bytes = r.i32();
             this.delta_temporality = r.bool();
-            this.requested_metrics = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.requested_metrics = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

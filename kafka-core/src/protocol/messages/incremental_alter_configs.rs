@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `IncrementalAlterConfigsRequest`, versions 0-1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +41,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
-            wire::put_array_len(s, (&self.resources).len(), flexible)?; for e in (&self.resources).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.resources).len(), flexible)?;
+            for e in (&self.resources).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_bool(s, *&self.validate_only);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -49,7 +52,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -60,13 +66,22 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 1;
             let mut this = Self::default();
-            this.resources = { let n = wire::get_array_len(b, flexible, "Resources")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AlterConfigsResource::decode(b, version)?); } v };
+            this.resources = {
+                let n = wire::get_array_len(b, flexible, "Resources")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(AlterConfigsResource::decode(b, version)?);
+                }
+                v
+            };
             this.validate_only = wire::get_bool(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -79,7 +94,15 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("resources".into(), Value::Array((&self.resources).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "resources".into(),
+                Value::Array(
+                    (&self.resources)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             m.insert("validateOnly".into(), Value::from(*&self.validate_only));
             Value::Object(m)
         }
@@ -87,9 +110,16 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.resources = { let n = r.len(); (0..n).map(|_| AlterConfigsResource::sample(r, version)).collect() };
+            this.resources = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| AlterConfigsResource::sample(r, version))
+                    .collect()
+            };
             this.validate_only = r.bool();
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -124,14 +154,20 @@ pub mod request {
             let flexible = version >= 1;
             wire::put_i8(s, *&self.resource_type);
             wire::put_str(s, &self.resource_name, flexible)?;
-            wire::put_array_len(s, (&self.configs).len(), flexible)?; for e in (&self.configs).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.configs).len(), flexible)?;
+            for e in (&self.configs).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -144,12 +180,21 @@ pub mod request {
             let mut this = Self::default();
             this.resource_type = wire::get_i8(b)?;
             this.resource_name = wire::get_str(b, flexible, "ResourceName")?;
-            this.configs = { let n = wire::get_array_len(b, flexible, "Configs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AlterableConfig::decode(b, version)?); } v };
+            this.configs = {
+                let n = wire::get_array_len(b, flexible, "Configs")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(AlterableConfig::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -163,8 +208,19 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("resourceType".into(), Value::from(*&self.resource_type));
-            m.insert("resourceName".into(), Value::String((&self.resource_name).to_string()));
-            m.insert("configs".into(), Value::Array((&self.configs).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "resourceName".into(),
+                Value::String((&self.resource_name).to_string()),
+            );
+            m.insert(
+                "configs".into(),
+                Value::Array(
+                    (&self.configs)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -173,8 +229,15 @@ pub mod request {
             let mut this = Self::default();
             this.resource_type = r.i8();
             this.resource_name = r.string();
-            this.configs = { let n = r.len(); (0..n).map(|_| AlterableConfig::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.configs = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| AlterableConfig::sample(r, version))
+                    .collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -209,14 +272,24 @@ pub mod request {
             let flexible = version >= 1;
             wire::put_str(s, &self.name, flexible)?;
             wire::put_i8(s, *&self.config_operation);
-            match &self.value { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.value {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -234,7 +307,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -248,8 +323,17 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("configOperation".into(), Value::from(*&self.config_operation));
-            m.insert("value".into(), match &self.value { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "configOperation".into(),
+                Value::from(*&self.config_operation),
+            );
+            m.insert(
+                "value".into(),
+                match &self.value {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -258,12 +342,17 @@ pub mod request {
             let mut this = Self::default();
             this.name = r.string();
             this.config_operation = r.i8();
-            this.value = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.value = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `IncrementalAlterConfigsResponse`.
@@ -273,10 +362,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `IncrementalAlterConfigsResponse`, versions 0-1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -304,14 +393,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.responses).len(), flexible)?; for e in (&self.responses).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.responses).len(), flexible)?;
+            for e in (&self.responses).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -323,12 +418,21 @@ pub mod response {
             let flexible = version >= 1;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.responses = { let n = wire::get_array_len(b, flexible, "Responses")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AlterConfigsResourceResponse::decode(b, version)?); } v };
+            this.responses = {
+                let n = wire::get_array_len(b, flexible, "Responses")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(AlterConfigsResourceResponse::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -341,8 +445,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("responses".into(), Value::Array((&self.responses).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "responses".into(),
+                Value::Array(
+                    (&self.responses)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -350,8 +465,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.responses = { let n = r.len(); (0..n).map(|_| AlterConfigsResourceResponse::sample(r, version)).collect() };
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.responses = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| AlterConfigsResourceResponse::sample(r, version))
+                    .collect()
+            };
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -388,7 +510,14 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 1;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i8(s, *&self.resource_type);
             wire::put_str(s, &self.resource_name, flexible)?;
             if flexible {
@@ -397,7 +526,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -416,7 +548,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -430,9 +564,18 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("resourceType".into(), Value::from(*&self.resource_type));
-            m.insert("resourceName".into(), Value::String((&self.resource_name).to_string()));
+            m.insert(
+                "resourceName".into(),
+                Value::String((&self.resource_name).to_string()),
+            );
             Value::Object(m)
         }
 
@@ -440,12 +583,17 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.resource_type = r.i8();
             this.resource_name = r.string();
-            if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

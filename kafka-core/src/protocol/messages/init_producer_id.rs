@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `InitProducerIdRequest`, versions 0-6, flexible in 2-6.
     #[derive(Debug, Clone, PartialEq)]
@@ -53,23 +53,61 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
-            match &self.transactional_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.transactional_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.transaction_timeout_ms);
-            if version >= 3 { wire::put_i64(s, *&self.producer_id); }
-            if !(version >= 3) && self.producer_id != -1i64 { return Err(EncodeError::FieldNotInVersion { field: "ProducerId", version }); }
-            if version >= 3 { wire::put_i16(s, *&self.producer_epoch); }
-            if !(version >= 3) && self.producer_epoch != -1i16 { return Err(EncodeError::FieldNotInVersion { field: "ProducerEpoch", version }); }
-            if version >= 6 { wire::put_bool(s, *&self.enable2_pc); }
-            if !(version >= 6) && self.enable2_pc != false { return Err(EncodeError::FieldNotInVersion { field: "Enable2Pc", version }); }
-            if version >= 6 { wire::put_bool(s, *&self.keep_prepared_txn); }
-            if !(version >= 6) && self.keep_prepared_txn != false { return Err(EncodeError::FieldNotInVersion { field: "KeepPreparedTxn", version }); }
+            if version >= 3 {
+                wire::put_i64(s, *&self.producer_id);
+            }
+            if !(version >= 3) && self.producer_id != -1i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ProducerId",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_i16(s, *&self.producer_epoch);
+            }
+            if !(version >= 3) && self.producer_epoch != -1i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ProducerEpoch",
+                    version,
+                });
+            }
+            if version >= 6 {
+                wire::put_bool(s, *&self.enable2_pc);
+            }
+            if !(version >= 6) && self.enable2_pc != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Enable2Pc",
+                    version,
+                });
+            }
+            if version >= 6 {
+                wire::put_bool(s, *&self.keep_prepared_txn);
+            }
+            if !(version >= 6) && self.keep_prepared_txn != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "KeepPreparedTxn",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -82,15 +120,25 @@ pub mod request {
             let mut this = Self::default();
             this.transactional_id = wire::get_opt_str(b, flexible, "TransactionalId")?;
             this.transaction_timeout_ms = wire::get_i32(b)?;
-            if version >= 3 { this.producer_id = wire::get_i64(b)?; }
-            if version >= 3 { this.producer_epoch = wire::get_i16(b)?; }
-            if version >= 6 { this.enable2_pc = wire::get_bool(b)?; }
-            if version >= 6 { this.keep_prepared_txn = wire::get_bool(b)?; }
+            if version >= 3 {
+                this.producer_id = wire::get_i64(b)?;
+            }
+            if version >= 3 {
+                this.producer_epoch = wire::get_i16(b)?;
+            }
+            if version >= 6 {
+                this.enable2_pc = wire::get_bool(b)?;
+            }
+            if version >= 6 {
+                this.keep_prepared_txn = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -103,29 +151,62 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("transactionalId".into(), match &self.transactional_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("transactionTimeoutMs".into(), Value::from(*&self.transaction_timeout_ms));
-            if version >= 3 { m.insert("producerId".into(), Value::from(*&self.producer_id)); }
-            if version >= 3 { m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch)); }
-            if version >= 6 { m.insert("enable2Pc".into(), Value::from(*&self.enable2_pc)); }
-            if version >= 6 { m.insert("keepPreparedTxn".into(), Value::from(*&self.keep_prepared_txn)); }
+            m.insert(
+                "transactionalId".into(),
+                match &self.transactional_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "transactionTimeoutMs".into(),
+                Value::from(*&self.transaction_timeout_ms),
+            );
+            if version >= 3 {
+                m.insert("producerId".into(), Value::from(*&self.producer_id));
+            }
+            if version >= 3 {
+                m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch));
+            }
+            if version >= 6 {
+                m.insert("enable2Pc".into(), Value::from(*&self.enable2_pc));
+            }
+            if version >= 6 {
+                m.insert(
+                    "keepPreparedTxn".into(),
+                    Value::from(*&self.keep_prepared_txn),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.transactional_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.transactional_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.transaction_timeout_ms = r.i32();
-            if version >= 3 { this.producer_id = r.i64(); }
-            if version >= 3 { this.producer_epoch = r.i16(); }
-            if version >= 6 { this.enable2_pc = r.bool(); }
-            if version >= 6 { this.keep_prepared_txn = r.bool(); }
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.producer_id = r.i64();
+            }
+            if version >= 3 {
+                this.producer_epoch = r.i16();
+            }
+            if version >= 6 {
+                this.enable2_pc = r.bool();
+            }
+            if version >= 6 {
+                this.keep_prepared_txn = r.bool();
+            }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `InitProducerIdResponse`.
@@ -135,10 +216,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `InitProducerIdResponse`, versions 0-6, flexible in 2-6.
     #[derive(Debug, Clone, PartialEq)]
@@ -181,17 +262,34 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             wire::put_i64(s, *&self.producer_id);
             wire::put_i16(s, *&self.producer_epoch);
-            if version >= 6 { wire::put_i64(s, *&self.ongoing_txn_producer_id); }
-            if !(version >= 6) && self.ongoing_txn_producer_id != -1i64 { return Err(EncodeError::FieldNotInVersion { field: "OngoingTxnProducerId", version }); }
-            if version >= 6 { wire::put_i16(s, *&self.ongoing_txn_producer_epoch); }
-            if !(version >= 6) && self.ongoing_txn_producer_epoch != -1i16 { return Err(EncodeError::FieldNotInVersion { field: "OngoingTxnProducerEpoch", version }); }
+            if version >= 6 {
+                wire::put_i64(s, *&self.ongoing_txn_producer_id);
+            }
+            if !(version >= 6) && self.ongoing_txn_producer_id != -1i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "OngoingTxnProducerId",
+                    version,
+                });
+            }
+            if version >= 6 {
+                wire::put_i16(s, *&self.ongoing_txn_producer_epoch);
+            }
+            if !(version >= 6) && self.ongoing_txn_producer_epoch != -1i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "OngoingTxnProducerEpoch",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -206,13 +304,19 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.producer_id = wire::get_i64(b)?;
             this.producer_epoch = wire::get_i16(b)?;
-            if version >= 6 { this.ongoing_txn_producer_id = wire::get_i64(b)?; }
-            if version >= 6 { this.ongoing_txn_producer_epoch = wire::get_i16(b)?; }
+            if version >= 6 {
+                this.ongoing_txn_producer_id = wire::get_i64(b)?;
+            }
+            if version >= 6 {
+                this.ongoing_txn_producer_epoch = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -225,12 +329,25 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("producerId".into(), Value::from(*&self.producer_id));
             m.insert("producerEpoch".into(), Value::from(*&self.producer_epoch));
-            if version >= 6 { m.insert("ongoingTxnProducerId".into(), Value::from(*&self.ongoing_txn_producer_id)); }
-            if version >= 6 { m.insert("ongoingTxnProducerEpoch".into(), Value::from(*&self.ongoing_txn_producer_epoch)); }
+            if version >= 6 {
+                m.insert(
+                    "ongoingTxnProducerId".into(),
+                    Value::from(*&self.ongoing_txn_producer_id),
+                );
+            }
+            if version >= 6 {
+                m.insert(
+                    "ongoingTxnProducerEpoch".into(),
+                    Value::from(*&self.ongoing_txn_producer_epoch),
+                );
+            }
             Value::Object(m)
         }
 
@@ -241,11 +358,16 @@ pub mod response {
             this.error_code = r.i16();
             this.producer_id = r.i64();
             this.producer_epoch = r.i16();
-            if version >= 6 { this.ongoing_txn_producer_id = r.i64(); }
-            if version >= 6 { this.ongoing_txn_producer_epoch = r.i16(); }
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 6 {
+                this.ongoing_txn_producer_id = r.i64();
+            }
+            if version >= 6 {
+                this.ongoing_txn_producer_epoch = r.i16();
+            }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

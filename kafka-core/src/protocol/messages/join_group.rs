@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `JoinGroupRequest`, versions 0-9, flexible in 6-9.
     #[derive(Debug, Clone, PartialEq)]
@@ -61,20 +61,65 @@ pub mod request {
             let flexible = version >= 6;
             wire::put_str(s, &self.group_id, flexible)?;
             wire::put_i32(s, *&self.session_timeout_ms);
-            if version >= 1 { wire::put_i32(s, *&self.rebalance_timeout_ms); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.rebalance_timeout_ms);
+            }
             wire::put_str(s, &self.member_id, flexible)?;
-            if version >= 5 { match &self.group_instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "GroupInstanceId", version }); } } } }
-            if !(version >= 5) && self.group_instance_id != None { return Err(EncodeError::FieldNotInVersion { field: "GroupInstanceId", version }); }
+            if version >= 5 {
+                match &self.group_instance_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "GroupInstanceId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 5) && self.group_instance_id != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "GroupInstanceId",
+                    version,
+                });
+            }
             wire::put_str(s, &self.protocol_type, flexible)?;
-            wire::put_array_len(s, (&self.protocols).len(), flexible)?; for e in (&self.protocols).iter() { (e).encode(s, version)?; }
-            if version >= 8 { match &self.reason { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 8 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Reason", version }); } } } }
+            wire::put_array_len(s, (&self.protocols).len(), flexible)?;
+            for e in (&self.protocols).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 8 {
+                match &self.reason {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 8 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Reason",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -87,17 +132,40 @@ pub mod request {
             let mut this = Self::default();
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
             this.session_timeout_ms = wire::get_i32(b)?;
-            if version >= 1 { this.rebalance_timeout_ms = wire::get_i32(b)?; }
+            if version >= 1 {
+                this.rebalance_timeout_ms = wire::get_i32(b)?;
+            }
             this.member_id = wire::get_str(b, flexible, "MemberId")?;
-            if version >= 5 { this.group_instance_id = if version >= 5 { wire::get_opt_str(b, flexible, "GroupInstanceId")? } else { Some(wire::get_str(b, flexible, "GroupInstanceId")?) }; }
+            if version >= 5 {
+                this.group_instance_id = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "GroupInstanceId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "GroupInstanceId")?)
+                };
+            }
             this.protocol_type = wire::get_str(b, flexible, "ProtocolType")?;
-            this.protocols = { let n = wire::get_array_len(b, flexible, "Protocols")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(JoinGroupRequestProtocol::decode(b, version)?); } v };
-            if version >= 8 { this.reason = if version >= 8 { wire::get_opt_str(b, flexible, "Reason")? } else { Some(wire::get_str(b, flexible, "Reason")?) }; }
+            this.protocols = {
+                let n = wire::get_array_len(b, flexible, "Protocols")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(JoinGroupRequestProtocol::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 8 {
+                this.reason = if version >= 8 {
+                    wire::get_opt_str(b, flexible, "Reason")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Reason")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -110,14 +178,55 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("sessionTimeoutMs".into(), Value::from(*&self.session_timeout_ms));
-            if version >= 1 { m.insert("rebalanceTimeoutMs".into(), Value::from(*&self.rebalance_timeout_ms)); }
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
-            if version >= 5 { m.insert("groupInstanceId".into(), match &self.group_instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            m.insert("protocolType".into(), Value::String((&self.protocol_type).to_string()));
-            m.insert("protocols".into(), Value::Array((&self.protocols).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 8 { m.insert("reason".into(), match &self.reason { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "sessionTimeoutMs".into(),
+                Value::from(*&self.session_timeout_ms),
+            );
+            if version >= 1 {
+                m.insert(
+                    "rebalanceTimeoutMs".into(),
+                    Value::from(*&self.rebalance_timeout_ms),
+                );
+            }
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
+            if version >= 5 {
+                m.insert(
+                    "groupInstanceId".into(),
+                    match &self.group_instance_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            m.insert(
+                "protocolType".into(),
+                Value::String((&self.protocol_type).to_string()),
+            );
+            m.insert(
+                "protocols".into(),
+                Value::Array(
+                    (&self.protocols)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 8 {
+                m.insert(
+                    "reason".into(),
+                    match &self.reason {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
@@ -126,13 +235,34 @@ pub mod request {
             let mut this = Self::default();
             this.group_id = r.string();
             this.session_timeout_ms = r.i32();
-            if version >= 1 { this.rebalance_timeout_ms = r.i32(); }
+            if version >= 1 {
+                this.rebalance_timeout_ms = r.i32();
+            }
             this.member_id = r.string();
-            if version >= 5 { this.group_instance_id = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
+            if version >= 5 {
+                this.group_instance_id = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
             this.protocol_type = r.string();
-            this.protocols = { let n = r.len(); (0..n).map(|_| JoinGroupRequestProtocol::sample(r, version)).collect() };
-            if version >= 8 { this.reason = if (version >= 8) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.protocols = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| JoinGroupRequestProtocol::sample(r, version))
+                    .collect()
+            };
+            if version >= 8 {
+                this.reason = if (version >= 8) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -170,7 +300,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -187,7 +320,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -210,11 +345,12 @@ pub mod request {
             let mut this = Self::default();
             this.name = r.string();
             this.metadata = r.bytes();
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `JoinGroupResponse`.
@@ -224,10 +360,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `JoinGroupResponse`, versions 0-9, flexible in 6-9.
     #[derive(Debug, Clone, PartialEq)]
@@ -275,23 +411,68 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version >= 2 { wire::put_i32(s, *&self.throttle_time_ms); }
+            if version >= 2 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
             wire::put_i16(s, *&self.error_code);
             wire::put_i32(s, *&self.generation_id);
-            if version >= 7 { match &self.protocol_type { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 7 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ProtocolType", version }); } } } }
-            match &self.protocol_name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 7 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ProtocolName", version }); } } }
+            if version >= 7 {
+                match &self.protocol_type {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 7 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ProtocolType",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            match &self.protocol_name {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    if version >= 7 {
+                        wire::put_opt_str(s, None, flexible)?;
+                    } else {
+                        return Err(EncodeError::NullNotAllowed {
+                            field: "ProtocolName",
+                            version,
+                        });
+                    }
+                }
+            }
             wire::put_str(s, &self.leader, flexible)?;
-            if version >= 9 { wire::put_bool(s, *&self.skip_assignment); }
-            if !(version >= 9) && self.skip_assignment != false { return Err(EncodeError::FieldNotInVersion { field: "SkipAssignment", version }); }
+            if version >= 9 {
+                wire::put_bool(s, *&self.skip_assignment);
+            }
+            if !(version >= 9) && self.skip_assignment != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "SkipAssignment",
+                    version,
+                });
+            }
             wire::put_str(s, &self.member_id, flexible)?;
-            wire::put_array_len(s, (&self.members).len(), flexible)?; for e in (&self.members).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.members).len(), flexible)?;
+            for e in (&self.members).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -302,20 +483,43 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version >= 2 { this.throttle_time_ms = wire::get_i32(b)?; }
+            if version >= 2 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
             this.error_code = wire::get_i16(b)?;
             this.generation_id = wire::get_i32(b)?;
-            if version >= 7 { this.protocol_type = if version >= 7 { wire::get_opt_str(b, flexible, "ProtocolType")? } else { Some(wire::get_str(b, flexible, "ProtocolType")?) }; }
-            this.protocol_name = if version >= 7 { wire::get_opt_str(b, flexible, "ProtocolName")? } else { Some(wire::get_str(b, flexible, "ProtocolName")?) };
+            if version >= 7 {
+                this.protocol_type = if version >= 7 {
+                    wire::get_opt_str(b, flexible, "ProtocolType")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ProtocolType")?)
+                };
+            }
+            this.protocol_name = if version >= 7 {
+                wire::get_opt_str(b, flexible, "ProtocolName")?
+            } else {
+                Some(wire::get_str(b, flexible, "ProtocolName")?)
+            };
             this.leader = wire::get_str(b, flexible, "Leader")?;
-            if version >= 9 { this.skip_assignment = wire::get_bool(b)?; }
+            if version >= 9 {
+                this.skip_assignment = wire::get_bool(b)?;
+            }
             this.member_id = wire::get_str(b, flexible, "MemberId")?;
-            this.members = { let n = wire::get_array_len(b, flexible, "Members")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(JoinGroupResponseMember::decode(b, version)?); } v };
+            this.members = {
+                let n = wire::get_array_len(b, flexible, "Members")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(JoinGroupResponseMember::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -328,31 +532,84 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 2 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
+            if version >= 2 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("generationId".into(), Value::from(*&self.generation_id));
-            if version >= 7 { m.insert("protocolType".into(), match &self.protocol_type { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            m.insert("protocolName".into(), match &self.protocol_name { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            if version >= 7 {
+                m.insert(
+                    "protocolType".into(),
+                    match &self.protocol_type {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            m.insert(
+                "protocolName".into(),
+                match &self.protocol_name {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("leader".into(), Value::String((&self.leader).to_string()));
-            if version >= 9 { m.insert("skipAssignment".into(), Value::from(*&self.skip_assignment)); }
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
-            m.insert("members".into(), Value::Array((&self.members).iter().map(|e| (e).to_json(version)).collect()));
+            if version >= 9 {
+                m.insert("skipAssignment".into(), Value::from(*&self.skip_assignment));
+            }
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
+            m.insert(
+                "members".into(),
+                Value::Array(
+                    (&self.members)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 2 { this.throttle_time_ms = r.i32(); }
+            if version >= 2 {
+                this.throttle_time_ms = r.i32();
+            }
             this.error_code = r.i16();
             this.generation_id = r.i32();
-            if version >= 7 { this.protocol_type = if (version >= 7) && r.null() { None } else { Some(r.string()) }; }
-            this.protocol_name = if (version >= 7) && r.null() { None } else { Some(r.string()) };
+            if version >= 7 {
+                this.protocol_type = if (version >= 7) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            this.protocol_name = if (version >= 7) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.leader = r.string();
-            if version >= 9 { this.skip_assignment = r.bool(); }
+            if version >= 9 {
+                this.skip_assignment = r.bool();
+            }
             this.member_id = r.string();
-            this.members = { let n = r.len(); (0..n).map(|_| JoinGroupResponseMember::sample(r, version)).collect() };
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.members = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| JoinGroupResponseMember::sample(r, version))
+                    .collect()
+            };
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -386,7 +643,23 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
             wire::put_str(s, &self.member_id, flexible)?;
-            if version >= 5 { match &self.group_instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "GroupInstanceId", version }); } } } }
+            if version >= 5 {
+                match &self.group_instance_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "GroupInstanceId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             wire::put_bytes(s, &self.metadata, flexible)?;
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -394,7 +667,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -406,13 +682,21 @@ pub mod response {
             let flexible = version >= 6;
             let mut this = Self::default();
             this.member_id = wire::get_str(b, flexible, "MemberId")?;
-            if version >= 5 { this.group_instance_id = if version >= 5 { wire::get_opt_str(b, flexible, "GroupInstanceId")? } else { Some(wire::get_str(b, flexible, "GroupInstanceId")?) }; }
+            if version >= 5 {
+                this.group_instance_id = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "GroupInstanceId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "GroupInstanceId")?)
+                };
+            }
             this.metadata = wire::get_bytes(b, flexible, "Metadata")?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -425,8 +709,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
-            if version >= 5 { m.insert("groupInstanceId".into(), match &self.group_instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
+            if version >= 5 {
+                m.insert(
+                    "groupInstanceId".into(),
+                    match &self.group_instance_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             m.insert("metadata".into(), oracle::json_bytes(&self.metadata));
             Value::Object(m)
         }
@@ -435,11 +730,18 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.member_id = r.string();
-            if version >= 5 { this.group_instance_id = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
+            if version >= 5 {
+                this.group_instance_id = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
             this.metadata = r.bytes();
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `KRaftVersionRecord`, versions 0, flexible in 0.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,9 @@ impl Decodable for KRaftVersionRecord {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -82,7 +84,9 @@ impl OracleExt for KRaftVersionRecord {
         let mut this = Self::default();
         this.version = r.i16();
         this.k_raft_version = r.i16();
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }

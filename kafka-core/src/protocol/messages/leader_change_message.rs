@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `LeaderChangeMessage`, versions 0-1, flexible in 0-1.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,8 +44,14 @@ impl Encodable for LeaderChangeMessage {
         let flexible = true;
         wire::put_i16(s, *&self.version);
         wire::put_i32(s, *&self.leader_id);
-        wire::put_array_len(s, (&self.voters).len(), flexible)?; for e in (&self.voters).iter() { (e).encode(s, version)?; }
-        wire::put_array_len(s, (&self.granting_voters).len(), flexible)?; for e in (&self.granting_voters).iter() { (e).encode(s, version)?; }
+        wire::put_array_len(s, (&self.voters).len(), flexible)?;
+        for e in (&self.voters).iter() {
+            (e).encode(s, version)?;
+        }
+        wire::put_array_len(s, (&self.granting_voters).len(), flexible)?;
+        for e in (&self.granting_voters).iter() {
+            (e).encode(s, version)?;
+        }
         if flexible {
             let mut n = self.unknown_tagged_fields.len();
             wire::put_uvarint(s, n as u32);
@@ -63,13 +69,29 @@ impl Decodable for LeaderChangeMessage {
         let mut this = Self::default();
         this.version = wire::get_i16(b)?;
         this.leader_id = wire::get_i32(b)?;
-        this.voters = { let n = wire::get_array_len(b, flexible, "Voters")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Voter::decode(b, version)?); } v };
-        this.granting_voters = { let n = wire::get_array_len(b, flexible, "GrantingVoters")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Voter::decode(b, version)?); } v };
+        this.voters = {
+            let n = wire::get_array_len(b, flexible, "Voters")?;
+            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+            for _ in 0..n {
+                v.push(Voter::decode(b, version)?);
+            }
+            v
+        };
+        this.granting_voters = {
+            let n = wire::get_array_len(b, flexible, "GrantingVoters")?;
+            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+            for _ in 0..n {
+                v.push(Voter::decode(b, version)?);
+            }
+            v
+        };
         if flexible {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -84,8 +106,24 @@ impl OracleExt for LeaderChangeMessage {
         let mut m = serde_json::Map::new();
         m.insert("version".into(), Value::from(*&self.version));
         m.insert("leaderId".into(), Value::from(*&self.leader_id));
-        m.insert("voters".into(), Value::Array((&self.voters).iter().map(|e| (e).to_json(version)).collect()));
-        m.insert("grantingVoters".into(), Value::Array((&self.granting_voters).iter().map(|e| (e).to_json(version)).collect()));
+        m.insert(
+            "voters".into(),
+            Value::Array(
+                (&self.voters)
+                    .iter()
+                    .map(|e| (e).to_json(version))
+                    .collect(),
+            ),
+        );
+        m.insert(
+            "grantingVoters".into(),
+            Value::Array(
+                (&self.granting_voters)
+                    .iter()
+                    .map(|e| (e).to_json(version))
+                    .collect(),
+            ),
+        );
         Value::Object(m)
     }
 
@@ -94,9 +132,17 @@ impl OracleExt for LeaderChangeMessage {
         let mut this = Self::default();
         this.version = r.i16();
         this.leader_id = r.i32();
-        this.voters = { let n = r.len(); (0..n).map(|_| Voter::sample(r, version)).collect() };
-        this.granting_voters = { let n = r.len(); (0..n).map(|_| Voter::sample(r, version)).collect() };
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        this.voters = {
+            let n = r.len();
+            (0..n).map(|_| Voter::sample(r, version)).collect()
+        };
+        this.granting_voters = {
+            let n = r.len();
+            (0..n).map(|_| Voter::sample(r, version)).collect()
+        };
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }
@@ -127,8 +173,15 @@ impl Encodable for Voter {
     fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(s, *&self.voter_id);
-        if version >= 1 { wire::put_uuid(s, &self.voter_directory_id); }
-        if !(version >= 1) && self.voter_directory_id != Uuid::ZERO { return Err(EncodeError::FieldNotInVersion { field: "VoterDirectoryId", version }); }
+        if version >= 1 {
+            wire::put_uuid(s, &self.voter_directory_id);
+        }
+        if !(version >= 1) && self.voter_directory_id != Uuid::ZERO {
+            return Err(EncodeError::FieldNotInVersion {
+                field: "VoterDirectoryId",
+                version,
+            });
+        }
         if flexible {
             let mut n = self.unknown_tagged_fields.len();
             wire::put_uvarint(s, n as u32);
@@ -145,12 +198,16 @@ impl Decodable for Voter {
         let flexible = true;
         let mut this = Self::default();
         this.voter_id = wire::get_i32(b)?;
-        if version >= 1 { this.voter_directory_id = wire::get_uuid(b)?; }
+        if version >= 1 {
+            this.voter_directory_id = wire::get_uuid(b)?;
+        }
         if flexible {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -164,7 +221,12 @@ impl OracleExt for Voter {
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("voterId".into(), Value::from(*&self.voter_id));
-        if version >= 1 { m.insert("voterDirectoryId".into(), Value::String((&self.voter_directory_id).to_string())); }
+        if version >= 1 {
+            m.insert(
+                "voterDirectoryId".into(),
+                Value::String((&self.voter_directory_id).to_string()),
+            );
+        }
         Value::Object(m)
     }
 
@@ -172,8 +234,12 @@ impl OracleExt for Voter {
     fn sample(r: &mut SampleRng, version: i16) -> Self {
         let mut this = Self::default();
         this.voter_id = r.i32();
-        if version >= 1 { this.voter_directory_id = r.uuid(); }
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        if version >= 1 {
+            this.voter_directory_id = r.uuid();
+        }
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }

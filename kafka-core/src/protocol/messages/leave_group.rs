@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `LeaveGroupRequest`, versions 0-5, flexible in 4-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -45,17 +45,37 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_str(s, &self.group_id, flexible)?;
-            if version <= 2 { wire::put_str(s, &self.member_id, flexible)?; }
-            if !(version <= 2) && !self.member_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "MemberId", version }); }
-            if version >= 3 { wire::put_array_len(s, (&self.members).len(), flexible)?; for e in (&self.members).iter() { (e).encode(s, version)?; } }
-            if !(version >= 3) && !self.members.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Members", version }); }
+            if version <= 2 {
+                wire::put_str(s, &self.member_id, flexible)?;
+            }
+            if !(version <= 2) && !self.member_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "MemberId",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_array_len(s, (&self.members).len(), flexible)?;
+                for e in (&self.members).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 3) && !self.members.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Members",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -67,13 +87,26 @@ pub mod request {
             let flexible = version >= 4;
             let mut this = Self::default();
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
-            if version <= 2 { this.member_id = wire::get_str(b, flexible, "MemberId")?; }
-            if version >= 3 { this.members = { let n = wire::get_array_len(b, flexible, "Members")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(MemberIdentity::decode(b, version)?); } v }; }
+            if version <= 2 {
+                this.member_id = wire::get_str(b, flexible, "MemberId")?;
+            }
+            if version >= 3 {
+                this.members = {
+                    let n = wire::get_array_len(b, flexible, "Members")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(MemberIdentity::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -86,9 +119,27 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            if version <= 2 { m.insert("memberId".into(), Value::String((&self.member_id).to_string())); }
-            if version >= 3 { m.insert("members".into(), Value::Array((&self.members).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            if version <= 2 {
+                m.insert(
+                    "memberId".into(),
+                    Value::String((&self.member_id).to_string()),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "members".into(),
+                    Value::Array(
+                        (&self.members)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -96,9 +147,18 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.group_id = r.string();
-            if version <= 2 { this.member_id = r.string(); }
-            if version >= 3 { this.members = { let n = r.len(); (0..n).map(|_| MemberIdentity::sample(r, version)).collect() }; }
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 2 {
+                this.member_id = r.string();
+            }
+            if version >= 3 {
+                this.members = {
+                    let n = r.len();
+                    (0..n).map(|_| MemberIdentity::sample(r, version)).collect()
+                };
+            }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -131,18 +191,65 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            if version >= 3 { wire::put_str(s, &self.member_id, flexible)?; }
-            if !(version >= 3) && !self.member_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "MemberId", version }); }
-            if version >= 3 { match &self.group_instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 3 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "GroupInstanceId", version }); } } } }
-            if !(version >= 3) && self.group_instance_id != None { return Err(EncodeError::FieldNotInVersion { field: "GroupInstanceId", version }); }
-            if version >= 5 { match &self.reason { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Reason", version }); } } } }
+            if version >= 3 {
+                wire::put_str(s, &self.member_id, flexible)?;
+            }
+            if !(version >= 3) && !self.member_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "MemberId",
+                    version,
+                });
+            }
+            if version >= 3 {
+                match &self.group_instance_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 3 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "GroupInstanceId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 3) && self.group_instance_id != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "GroupInstanceId",
+                    version,
+                });
+            }
+            if version >= 5 {
+                match &self.reason {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Reason",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -153,14 +260,30 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            if version >= 3 { this.member_id = wire::get_str(b, flexible, "MemberId")?; }
-            if version >= 3 { this.group_instance_id = if version >= 3 { wire::get_opt_str(b, flexible, "GroupInstanceId")? } else { Some(wire::get_str(b, flexible, "GroupInstanceId")?) }; }
-            if version >= 5 { this.reason = if version >= 5 { wire::get_opt_str(b, flexible, "Reason")? } else { Some(wire::get_str(b, flexible, "Reason")?) }; }
+            if version >= 3 {
+                this.member_id = wire::get_str(b, flexible, "MemberId")?;
+            }
+            if version >= 3 {
+                this.group_instance_id = if version >= 3 {
+                    wire::get_opt_str(b, flexible, "GroupInstanceId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "GroupInstanceId")?)
+                };
+            }
+            if version >= 5 {
+                this.reason = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "Reason")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Reason")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -173,23 +296,59 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("memberId".into(), Value::String((&self.member_id).to_string())); }
-            if version >= 3 { m.insert("groupInstanceId".into(), match &self.group_instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 5 { m.insert("reason".into(), match &self.reason { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 3 {
+                m.insert(
+                    "memberId".into(),
+                    Value::String((&self.member_id).to_string()),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "groupInstanceId".into(),
+                    match &self.group_instance_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 5 {
+                m.insert(
+                    "reason".into(),
+                    match &self.reason {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.member_id = r.string(); }
-            if version >= 3 { this.group_instance_id = if (version >= 3) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 5 { this.reason = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.member_id = r.string();
+            }
+            if version >= 3 {
+                this.group_instance_id = if (version >= 3) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 5 {
+                this.reason = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `LeaveGroupResponse`.
@@ -199,10 +358,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `LeaveGroupResponse`, versions 0-5, flexible in 4-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -232,17 +391,32 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            if version >= 1 { wire::put_i32(s, *&self.throttle_time_ms); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
             wire::put_i16(s, *&self.error_code);
-            if version >= 3 { wire::put_array_len(s, (&self.members).len(), flexible)?; for e in (&self.members).iter() { (e).encode(s, version)?; } }
-            if !(version >= 3) && !self.members.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Members", version }); }
+            if version >= 3 {
+                wire::put_array_len(s, (&self.members).len(), flexible)?;
+                for e in (&self.members).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 3) && !self.members.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Members",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -253,14 +427,27 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = wire::get_i32(b)?; }
+            if version >= 1 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
             this.error_code = wire::get_i16(b)?;
-            if version >= 3 { this.members = { let n = wire::get_array_len(b, flexible, "Members")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(MemberResponse::decode(b, version)?); } v }; }
+            if version >= 3 {
+                this.members = {
+                    let n = wire::get_array_len(b, flexible, "Members")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(MemberResponse::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -273,19 +460,43 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
+            if version >= 1 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            if version >= 3 { m.insert("members".into(), Value::Array((&self.members).iter().map(|e| (e).to_json(version)).collect())); }
+            if version >= 3 {
+                m.insert(
+                    "members".into(),
+                    Value::Array(
+                        (&self.members)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = r.i32(); }
+            if version >= 1 {
+                this.throttle_time_ms = r.i32();
+            }
             this.error_code = r.i16();
-            if version >= 3 { this.members = { let n = r.len(); (0..n).map(|_| MemberResponse::sample(r, version)).collect() }; }
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.members = {
+                    let n = r.len();
+                    (0..n).map(|_| MemberResponse::sample(r, version)).collect()
+                };
+            }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -318,19 +529,57 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            if version >= 3 { wire::put_str(s, &self.member_id, flexible)?; }
-            if !(version >= 3) && !self.member_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "MemberId", version }); }
-            if version >= 3 { match &self.group_instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 3 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "GroupInstanceId", version }); } } } }
-            if !(version >= 3) && self.group_instance_id != Some(String::new()) { return Err(EncodeError::FieldNotInVersion { field: "GroupInstanceId", version }); }
-            if version >= 3 { wire::put_i16(s, *&self.error_code); }
-            if !(version >= 3) && self.error_code != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "ErrorCode", version }); }
+            if version >= 3 {
+                wire::put_str(s, &self.member_id, flexible)?;
+            }
+            if !(version >= 3) && !self.member_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "MemberId",
+                    version,
+                });
+            }
+            if version >= 3 {
+                match &self.group_instance_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 3 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "GroupInstanceId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 3) && self.group_instance_id != Some(String::new()) {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "GroupInstanceId",
+                    version,
+                });
+            }
+            if version >= 3 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if !(version >= 3) && self.error_code != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ErrorCode",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -341,14 +590,26 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            if version >= 3 { this.member_id = wire::get_str(b, flexible, "MemberId")?; }
-            if version >= 3 { this.group_instance_id = if version >= 3 { wire::get_opt_str(b, flexible, "GroupInstanceId")? } else { Some(wire::get_str(b, flexible, "GroupInstanceId")?) }; }
-            if version >= 3 { this.error_code = wire::get_i16(b)?; }
+            if version >= 3 {
+                this.member_id = wire::get_str(b, flexible, "MemberId")?;
+            }
+            if version >= 3 {
+                this.group_instance_id = if version >= 3 {
+                    wire::get_opt_str(b, flexible, "GroupInstanceId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "GroupInstanceId")?)
+                };
+            }
+            if version >= 3 {
+                this.error_code = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -361,21 +622,47 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("memberId".into(), Value::String((&self.member_id).to_string())); }
-            if version >= 3 { m.insert("groupInstanceId".into(), match &self.group_instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 3 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
+            if version >= 3 {
+                m.insert(
+                    "memberId".into(),
+                    Value::String((&self.member_id).to_string()),
+                );
+            }
+            if version >= 3 {
+                m.insert(
+                    "groupInstanceId".into(),
+                    match &self.group_instance_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 3 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.member_id = r.string(); }
-            if version >= 3 { this.group_instance_id = if (version >= 3) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 3 { this.error_code = r.i16(); }
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.member_id = r.string();
+            }
+            if version >= 3 {
+                this.group_instance_id = if (version >= 3) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 3 {
+                this.error_code = r.i16();
+            }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

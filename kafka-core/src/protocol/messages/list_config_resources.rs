@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListConfigResourcesRequest`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -38,8 +38,18 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            if version >= 1 { wire::put_array_len(s, (&self.resource_types).len(), flexible)?; for e in (&self.resource_types).iter() { wire::put_i8(s, *e); } }
-            if !(version >= 1) && !self.resource_types.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "ResourceTypes", version }); }
+            if version >= 1 {
+                wire::put_array_len(s, (&self.resource_types).len(), flexible)?;
+                for e in (&self.resource_types).iter() {
+                    wire::put_i8(s, *e);
+                }
+            }
+            if !(version >= 1) && !self.resource_types.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ResourceTypes",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -55,12 +65,23 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            if version >= 1 { this.resource_types = { let n = wire::get_array_len(b, flexible, "ResourceTypes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i8(b)?); } v }; }
+            if version >= 1 {
+                this.resource_types = {
+                    let n = wire::get_array_len(b, flexible, "ResourceTypes")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_i8(b)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -73,19 +94,35 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("resourceTypes".into(), Value::Array((&self.resource_types).iter().map(|e| Value::from(*e)).collect())); }
+            if version >= 1 {
+                m.insert(
+                    "resourceTypes".into(),
+                    Value::Array(
+                        (&self.resource_types)
+                            .iter()
+                            .map(|e| Value::from(*e))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.resource_types = { let n = r.len(); (0..n).map(|_| r.i8()).collect() }; }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.resource_types = {
+                    let n = r.len();
+                    (0..n).map(|_| r.i8()).collect()
+                };
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ListConfigResourcesResponse`.
@@ -95,10 +132,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListConfigResourcesResponse`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -130,7 +167,10 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.config_resources).len(), flexible)?; for e in (&self.config_resources).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.config_resources).len(), flexible)?;
+            for e in (&self.config_resources).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -148,12 +188,21 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
-            this.config_resources = { let n = wire::get_array_len(b, flexible, "ConfigResources")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ConfigResource::decode(b, version)?); } v };
+            this.config_resources = {
+                let n = wire::get_array_len(b, flexible, "ConfigResources")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ConfigResource::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -166,9 +215,20 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("configResources".into(), Value::Array((&self.config_resources).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "configResources".into(),
+                Value::Array(
+                    (&self.config_resources)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -177,8 +237,13 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.config_resources = { let n = r.len(); (0..n).map(|_| ConfigResource::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.config_resources = {
+                let n = r.len();
+                (0..n).map(|_| ConfigResource::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -209,7 +274,9 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.resource_name, flexible)?;
-            if version >= 1 { wire::put_i8(s, *&self.resource_type); }
+            if version >= 1 {
+                wire::put_i8(s, *&self.resource_type);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -226,12 +293,16 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.resource_name = wire::get_str(b, flexible, "ResourceName")?;
-            if version >= 1 { this.resource_type = wire::get_i8(b)?; }
+            if version >= 1 {
+                this.resource_type = wire::get_i8(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -244,8 +315,13 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("resourceName".into(), Value::String((&self.resource_name).to_string()));
-            if version >= 1 { m.insert("resourceType".into(), Value::from(*&self.resource_type)); }
+            m.insert(
+                "resourceName".into(),
+                Value::String((&self.resource_name).to_string()),
+            );
+            if version >= 1 {
+                m.insert("resourceType".into(), Value::from(*&self.resource_type));
+            }
             Value::Object(m)
         }
 
@@ -253,10 +329,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.resource_name = r.string();
-            if version >= 1 { this.resource_type = r.i8(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.resource_type = r.i8();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListGroupsRequest`, versions 0-5, flexible in 3-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,17 +41,40 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 4 { wire::put_array_len(s, (&self.states_filter).len(), flexible)?; for e in (&self.states_filter).iter() { wire::put_str(s, e, flexible)?; } }
-            if !(version >= 4) && !self.states_filter.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "StatesFilter", version }); }
-            if version >= 5 { wire::put_array_len(s, (&self.types_filter).len(), flexible)?; for e in (&self.types_filter).iter() { wire::put_str(s, e, flexible)?; } }
-            if !(version >= 5) && !self.types_filter.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "TypesFilter", version }); }
+            if version >= 4 {
+                wire::put_array_len(s, (&self.states_filter).len(), flexible)?;
+                for e in (&self.states_filter).iter() {
+                    wire::put_str(s, e, flexible)?;
+                }
+            }
+            if !(version >= 4) && !self.states_filter.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "StatesFilter",
+                    version,
+                });
+            }
+            if version >= 5 {
+                wire::put_array_len(s, (&self.types_filter).len(), flexible)?;
+                for e in (&self.types_filter).iter() {
+                    wire::put_str(s, e, flexible)?;
+                }
+            }
+            if !(version >= 5) && !self.types_filter.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TypesFilter",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -62,13 +85,33 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 4 { this.states_filter = { let n = wire::get_array_len(b, flexible, "StatesFilter")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "StatesFilter")?); } v }; }
-            if version >= 5 { this.types_filter = { let n = wire::get_array_len(b, flexible, "TypesFilter")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "TypesFilter")?); } v }; }
+            if version >= 4 {
+                this.states_filter = {
+                    let n = wire::get_array_len(b, flexible, "StatesFilter")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_str(b, flexible, "StatesFilter")?);
+                    }
+                    v
+                };
+            }
+            if version >= 5 {
+                this.types_filter = {
+                    let n = wire::get_array_len(b, flexible, "TypesFilter")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_str(b, flexible, "TypesFilter")?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -81,21 +124,52 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 4 { m.insert("statesFilter".into(), Value::Array((&self.states_filter).iter().map(|e| Value::String((e).to_string())).collect())); }
-            if version >= 5 { m.insert("typesFilter".into(), Value::Array((&self.types_filter).iter().map(|e| Value::String((e).to_string())).collect())); }
+            if version >= 4 {
+                m.insert(
+                    "statesFilter".into(),
+                    Value::Array(
+                        (&self.states_filter)
+                            .iter()
+                            .map(|e| Value::String((e).to_string()))
+                            .collect(),
+                    ),
+                );
+            }
+            if version >= 5 {
+                m.insert(
+                    "typesFilter".into(),
+                    Value::Array(
+                        (&self.types_filter)
+                            .iter()
+                            .map(|e| Value::String((e).to_string()))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 4 { this.states_filter = { let n = r.len(); (0..n).map(|_| r.string()).collect() }; }
-            if version >= 5 { this.types_filter = { let n = r.len(); (0..n).map(|_| r.string()).collect() }; }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.states_filter = {
+                    let n = r.len();
+                    (0..n).map(|_| r.string()).collect()
+                };
+            }
+            if version >= 5 {
+                this.types_filter = {
+                    let n = r.len();
+                    (0..n).map(|_| r.string()).collect()
+                };
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ListGroupsResponse`.
@@ -105,10 +179,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListGroupsResponse`, versions 0-5, flexible in 3-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -138,16 +212,24 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 3;
-            if version >= 1 { wire::put_i32(s, *&self.throttle_time_ms); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.groups).len(), flexible)?;
+            for e in (&self.groups).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -158,14 +240,25 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 3;
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = wire::get_i32(b)?; }
+            if version >= 1 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
             this.error_code = wire::get_i16(b)?;
-            this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ListedGroup::decode(b, version)?); } v };
+            this.groups = {
+                let n = wire::get_array_len(b, flexible, "Groups")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ListedGroup::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -178,19 +271,39 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
+            if version >= 1 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "groups".into(),
+                Value::Array(
+                    (&self.groups)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = r.i32(); }
+            if version >= 1 {
+                this.throttle_time_ms = r.i32();
+            }
             this.error_code = r.i16();
-            this.groups = { let n = r.len(); (0..n).map(|_| ListedGroup::sample(r, version)).collect() };
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.groups = {
+                let n = r.len();
+                (0..n).map(|_| ListedGroup::sample(r, version)).collect()
+            };
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -228,15 +341,22 @@ pub mod response {
             let flexible = version >= 3;
             wire::put_str(s, &self.group_id, flexible)?;
             wire::put_str(s, &self.protocol_type, flexible)?;
-            if version >= 4 { wire::put_str(s, &self.group_state, flexible)?; }
-            if version >= 5 { wire::put_str(s, &self.group_type, flexible)?; }
+            if version >= 4 {
+                wire::put_str(s, &self.group_state, flexible)?;
+            }
+            if version >= 5 {
+                wire::put_str(s, &self.group_type, flexible)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -249,13 +369,19 @@ pub mod response {
             let mut this = Self::default();
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
             this.protocol_type = wire::get_str(b, flexible, "ProtocolType")?;
-            if version >= 4 { this.group_state = wire::get_str(b, flexible, "GroupState")?; }
-            if version >= 5 { this.group_type = wire::get_str(b, flexible, "GroupType")?; }
+            if version >= 4 {
+                this.group_state = wire::get_str(b, flexible, "GroupState")?;
+            }
+            if version >= 5 {
+                this.group_type = wire::get_str(b, flexible, "GroupType")?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -268,10 +394,26 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("protocolType".into(), Value::String((&self.protocol_type).to_string()));
-            if version >= 4 { m.insert("groupState".into(), Value::String((&self.group_state).to_string())); }
-            if version >= 5 { m.insert("groupType".into(), Value::String((&self.group_type).to_string())); }
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "protocolType".into(),
+                Value::String((&self.protocol_type).to_string()),
+            );
+            if version >= 4 {
+                m.insert(
+                    "groupState".into(),
+                    Value::String((&self.group_state).to_string()),
+                );
+            }
+            if version >= 5 {
+                m.insert(
+                    "groupType".into(),
+                    Value::String((&self.group_type).to_string()),
+                );
+            }
             Value::Object(m)
         }
 
@@ -280,11 +422,16 @@ pub mod response {
             let mut this = Self::default();
             this.group_id = r.string();
             this.protocol_type = r.string();
-            if version >= 4 { this.group_state = r.string(); }
-            if version >= 5 { this.group_type = r.string(); }
-            if version >= 3 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.group_state = r.string();
+            }
+            if version >= 5 {
+                this.group_type = r.string();
+            }
+            if version >= 3 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

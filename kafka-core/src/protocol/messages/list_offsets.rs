@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListOffsetsRequest`, versions 1-11, flexible in 6-11.
     #[derive(Debug, Clone, PartialEq)]
@@ -48,17 +48,32 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
             wire::put_i32(s, *&self.replica_id);
-            if version >= 2 { wire::put_i8(s, *&self.isolation_level); }
-            if !(version >= 2) && self.isolation_level != 0i8 { return Err(EncodeError::FieldNotInVersion { field: "IsolationLevel", version }); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if version >= 10 { wire::put_i32(s, *&self.timeout_ms); }
+            if version >= 2 {
+                wire::put_i8(s, *&self.isolation_level);
+            }
+            if !(version >= 2) && self.isolation_level != 0i8 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IsolationLevel",
+                    version,
+                });
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 10 {
+                wire::put_i32(s, *&self.timeout_ms);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -70,14 +85,27 @@ pub mod request {
             let flexible = version >= 6;
             let mut this = Self::default();
             this.replica_id = wire::get_i32(b)?;
-            if version >= 2 { this.isolation_level = wire::get_i8(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ListOffsetsTopic::decode(b, version)?); } v };
-            if version >= 10 { this.timeout_ms = wire::get_i32(b)?; }
+            if version >= 2 {
+                this.isolation_level = wire::get_i8(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ListOffsetsTopic::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 10 {
+                this.timeout_ms = wire::get_i32(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -91,9 +119,21 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("replicaId".into(), Value::from(*&self.replica_id));
-            if version >= 2 { m.insert("isolationLevel".into(), Value::from(*&self.isolation_level)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 10 { m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms)); }
+            if version >= 2 {
+                m.insert("isolationLevel".into(), Value::from(*&self.isolation_level));
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 10 {
+                m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms));
+            }
             Value::Object(m)
         }
 
@@ -101,10 +141,21 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.replica_id = r.i32();
-            if version >= 2 { this.isolation_level = r.i8(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| ListOffsetsTopic::sample(r, version)).collect() };
-            if version >= 10 { this.timeout_ms = r.i32(); }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.isolation_level = r.i8();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| ListOffsetsTopic::sample(r, version))
+                    .collect()
+            };
+            if version >= 10 {
+                this.timeout_ms = r.i32();
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -135,14 +186,20 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -154,12 +211,21 @@ pub mod request {
             let flexible = version >= 6;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ListOffsetsPartition::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ListOffsetsPartition::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -173,7 +239,15 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -181,8 +255,15 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| ListOffsetsPartition::sample(r, version)).collect() };
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| ListOffsetsPartition::sample(r, version))
+                    .collect()
+            };
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -216,7 +297,9 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
             wire::put_i32(s, *&self.partition_index);
-            if version >= 4 { wire::put_i32(s, *&self.current_leader_epoch); }
+            if version >= 4 {
+                wire::put_i32(s, *&self.current_leader_epoch);
+            }
             wire::put_i64(s, *&self.timestamp);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -224,7 +307,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -236,13 +322,17 @@ pub mod request {
             let flexible = version >= 6;
             let mut this = Self::default();
             this.partition_index = wire::get_i32(b)?;
-            if version >= 4 { this.current_leader_epoch = wire::get_i32(b)?; }
+            if version >= 4 {
+                this.current_leader_epoch = wire::get_i32(b)?;
+            }
             this.timestamp = wire::get_i64(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -256,7 +346,12 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
-            if version >= 4 { m.insert("currentLeaderEpoch".into(), Value::from(*&self.current_leader_epoch)); }
+            if version >= 4 {
+                m.insert(
+                    "currentLeaderEpoch".into(),
+                    Value::from(*&self.current_leader_epoch),
+                );
+            }
             m.insert("timestamp".into(), Value::from(*&self.timestamp));
             Value::Object(m)
         }
@@ -265,13 +360,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.partition_index = r.i32();
-            if version >= 4 { this.current_leader_epoch = r.i32(); }
+            if version >= 4 {
+                this.current_leader_epoch = r.i32();
+            }
             this.timestamp = r.i64();
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ListOffsetsResponse`.
@@ -281,10 +379,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListOffsetsResponse`, versions 1-11, flexible in 6-11.
     #[derive(Debug, Clone, PartialEq)]
@@ -311,15 +409,23 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version >= 2 { wire::put_i32(s, *&self.throttle_time_ms); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            if version >= 2 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -330,13 +436,24 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version >= 2 { this.throttle_time_ms = wire::get_i32(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ListOffsetsTopicResponse::decode(b, version)?); } v };
+            if version >= 2 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ListOffsetsTopicResponse::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -349,17 +466,39 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 2 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            if version >= 2 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 2 { this.throttle_time_ms = r.i32(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| ListOffsetsTopicResponse::sample(r, version)).collect() };
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.throttle_time_ms = r.i32();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| ListOffsetsTopicResponse::sample(r, version))
+                    .collect()
+            };
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -390,14 +529,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -409,12 +554,21 @@ pub mod response {
             let flexible = version >= 6;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ListOffsetsPartitionResponse::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ListOffsetsPartitionResponse::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -428,7 +582,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -436,8 +598,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| ListOffsetsPartitionResponse::sample(r, version)).collect() };
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| ListOffsetsPartitionResponse::sample(r, version))
+                    .collect()
+            };
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -480,15 +649,25 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             wire::put_i64(s, *&self.timestamp);
             wire::put_i64(s, *&self.offset);
-            if version >= 4 { wire::put_i32(s, *&self.leader_epoch); }
-            if !(version >= 4) && self.leader_epoch != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "LeaderEpoch", version }); }
+            if version >= 4 {
+                wire::put_i32(s, *&self.leader_epoch);
+            }
+            if !(version >= 4) && self.leader_epoch != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "LeaderEpoch",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -503,12 +682,16 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.timestamp = wire::get_i64(b)?;
             this.offset = wire::get_i64(b)?;
-            if version >= 4 { this.leader_epoch = wire::get_i32(b)?; }
+            if version >= 4 {
+                this.leader_epoch = wire::get_i32(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -525,7 +708,9 @@ pub mod response {
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("timestamp".into(), Value::from(*&self.timestamp));
             m.insert("offset".into(), Value::from(*&self.offset));
-            if version >= 4 { m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch)); }
+            if version >= 4 {
+                m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
+            }
             Value::Object(m)
         }
 
@@ -536,10 +721,13 @@ pub mod response {
             this.error_code = r.i16();
             this.timestamp = r.i64();
             this.offset = r.i64();
-            if version >= 4 { this.leader_epoch = r.i32(); }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.leader_epoch = r.i32();
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

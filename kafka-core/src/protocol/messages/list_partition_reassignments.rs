@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListPartitionReassignmentsRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +42,17 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.timeout_ms);
-            match &self.topics { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.topics {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -59,12 +69,23 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.timeout_ms = wire::get_i32(b)?;
-            this.topics = match wire::get_opt_array_len(b, flexible, "Topics")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ListPartitionReassignmentsTopics::decode(b, version)?); } Some(v) } };
+            this.topics = match wire::get_opt_array_len(b, flexible, "Topics")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(ListPartitionReassignmentsTopics::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -78,7 +99,13 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms));
-            m.insert("topics".into(), match &self.topics { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
+            m.insert(
+                "topics".into(),
+                match &self.topics {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -86,8 +113,19 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.timeout_ms = r.i32();
-            this.topics = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| ListPartitionReassignmentsTopics::sample(r, version)).collect() }) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| ListPartitionReassignmentsTopics::sample(r, version))
+                        .collect()
+                })
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -118,7 +156,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partition_indexes).len(), flexible)?; for e in (&self.partition_indexes).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partition_indexes).len(), flexible)?;
+            for e in (&self.partition_indexes).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -135,12 +176,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partition_indexes = { let n = wire::get_array_len(b, flexible, "PartitionIndexes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partition_indexes = {
+                let n = wire::get_array_len(b, flexible, "PartitionIndexes")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -154,7 +204,15 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitionIndexes".into(), Value::Array((&self.partition_indexes).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "partitionIndexes".into(),
+                Value::Array(
+                    (&self.partition_indexes)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -162,12 +220,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partition_indexes = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partition_indexes = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ListPartitionReassignmentsResponse`.
@@ -177,10 +239,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListPartitionReassignmentsResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -215,8 +277,18 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -235,12 +307,21 @@ pub mod response {
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OngoingTopicReassignment::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OngoingTopicReassignment::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -253,10 +334,27 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -265,9 +363,20 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            this.topics = { let n = r.len(); (0..n).map(|_| OngoingTopicReassignment::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OngoingTopicReassignment::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -298,7 +407,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -315,12 +427,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.name = wire::get_str(b, flexible, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OngoingPartitionReassignment::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OngoingPartitionReassignment::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -334,7 +455,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -342,8 +471,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| OngoingPartitionReassignment::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OngoingPartitionReassignment::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -380,9 +516,18 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.partition_index);
-            wire::put_array_len(s, (&self.replicas).len(), flexible)?; for e in (&self.replicas).iter() { wire::put_i32(s, *e); }
-            wire::put_array_len(s, (&self.adding_replicas).len(), flexible)?; for e in (&self.adding_replicas).iter() { wire::put_i32(s, *e); }
-            wire::put_array_len(s, (&self.removing_replicas).len(), flexible)?; for e in (&self.removing_replicas).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.replicas).len(), flexible)?;
+            for e in (&self.replicas).iter() {
+                wire::put_i32(s, *e);
+            }
+            wire::put_array_len(s, (&self.adding_replicas).len(), flexible)?;
+            for e in (&self.adding_replicas).iter() {
+                wire::put_i32(s, *e);
+            }
+            wire::put_array_len(s, (&self.removing_replicas).len(), flexible)?;
+            for e in (&self.removing_replicas).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -399,14 +544,37 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.partition_index = wire::get_i32(b)?;
-            this.replicas = { let n = wire::get_array_len(b, flexible, "Replicas")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
-            this.adding_replicas = { let n = wire::get_array_len(b, flexible, "AddingReplicas")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
-            this.removing_replicas = { let n = wire::get_array_len(b, flexible, "RemovingReplicas")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.replicas = {
+                let n = wire::get_array_len(b, flexible, "Replicas")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
+            this.adding_replicas = {
+                let n = wire::get_array_len(b, flexible, "AddingReplicas")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
+            this.removing_replicas = {
+                let n = wire::get_array_len(b, flexible, "RemovingReplicas")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -420,9 +588,28 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
-            m.insert("replicas".into(), Value::Array((&self.replicas).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("addingReplicas".into(), Value::Array((&self.adding_replicas).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("removingReplicas".into(), Value::Array((&self.removing_replicas).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "replicas".into(),
+                Value::Array((&self.replicas).iter().map(|e| Value::from(*e)).collect()),
+            );
+            m.insert(
+                "addingReplicas".into(),
+                Value::Array(
+                    (&self.adding_replicas)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "removingReplicas".into(),
+                Value::Array(
+                    (&self.removing_replicas)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -430,12 +617,22 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.partition_index = r.i32();
-            this.replicas = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            this.adding_replicas = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            this.removing_replicas = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.replicas = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            this.adding_replicas = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            this.removing_replicas = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListTransactionsRequest`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -47,12 +47,46 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.state_filters).len(), flexible)?; for e in (&self.state_filters).iter() { wire::put_str(s, e, flexible)?; }
-            wire::put_array_len(s, (&self.producer_id_filters).len(), flexible)?; for e in (&self.producer_id_filters).iter() { wire::put_i64(s, *e); }
-            if version >= 1 { wire::put_i64(s, *&self.duration_filter); }
-            if !(version >= 1) && self.duration_filter != -1i64 { return Err(EncodeError::FieldNotInVersion { field: "DurationFilter", version }); }
-            if version >= 2 { match &self.transactional_id_pattern { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 2 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "TransactionalIdPattern", version }); } } } }
-            if !(version >= 2) && self.transactional_id_pattern != None { return Err(EncodeError::FieldNotInVersion { field: "TransactionalIdPattern", version }); }
+            wire::put_array_len(s, (&self.state_filters).len(), flexible)?;
+            for e in (&self.state_filters).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
+            wire::put_array_len(s, (&self.producer_id_filters).len(), flexible)?;
+            for e in (&self.producer_id_filters).iter() {
+                wire::put_i64(s, *e);
+            }
+            if version >= 1 {
+                wire::put_i64(s, *&self.duration_filter);
+            }
+            if !(version >= 1) && self.duration_filter != -1i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "DurationFilter",
+                    version,
+                });
+            }
+            if version >= 2 {
+                match &self.transactional_id_pattern {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 2 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "TransactionalIdPattern",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 2) && self.transactional_id_pattern != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TransactionalIdPattern",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -68,15 +102,39 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.state_filters = { let n = wire::get_array_len(b, flexible, "StateFilters")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "StateFilters")?); } v };
-            this.producer_id_filters = { let n = wire::get_array_len(b, flexible, "ProducerIdFilters")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i64(b)?); } v };
-            if version >= 1 { this.duration_filter = wire::get_i64(b)?; }
-            if version >= 2 { this.transactional_id_pattern = if version >= 2 { wire::get_opt_str(b, flexible, "TransactionalIdPattern")? } else { Some(wire::get_str(b, flexible, "TransactionalIdPattern")?) }; }
+            this.state_filters = {
+                let n = wire::get_array_len(b, flexible, "StateFilters")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "StateFilters")?);
+                }
+                v
+            };
+            this.producer_id_filters = {
+                let n = wire::get_array_len(b, flexible, "ProducerIdFilters")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i64(b)?);
+                }
+                v
+            };
+            if version >= 1 {
+                this.duration_filter = wire::get_i64(b)?;
+            }
+            if version >= 2 {
+                this.transactional_id_pattern = if version >= 2 {
+                    wire::get_opt_str(b, flexible, "TransactionalIdPattern")?
+                } else {
+                    Some(wire::get_str(b, flexible, "TransactionalIdPattern")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -89,25 +147,66 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("stateFilters".into(), Value::Array((&self.state_filters).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("producerIdFilters".into(), Value::Array((&self.producer_id_filters).iter().map(|e| Value::from(*e)).collect()));
-            if version >= 1 { m.insert("durationFilter".into(), Value::from(*&self.duration_filter)); }
-            if version >= 2 { m.insert("transactionalIdPattern".into(), match &self.transactional_id_pattern { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            m.insert(
+                "stateFilters".into(),
+                Value::Array(
+                    (&self.state_filters)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "producerIdFilters".into(),
+                Value::Array(
+                    (&self.producer_id_filters)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
+            if version >= 1 {
+                m.insert("durationFilter".into(), Value::from(*&self.duration_filter));
+            }
+            if version >= 2 {
+                m.insert(
+                    "transactionalIdPattern".into(),
+                    match &self.transactional_id_pattern {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.state_filters = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            this.producer_id_filters = { let n = r.len(); (0..n).map(|_| r.i64()).collect() };
-            if version >= 1 { this.duration_filter = r.i64(); }
-            if version >= 2 { this.transactional_id_pattern = if (version >= 2) && r.null() { None } else { Some(r.string()) }; }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.state_filters = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            this.producer_id_filters = {
+                let n = r.len();
+                (0..n).map(|_| r.i64()).collect()
+            };
+            if version >= 1 {
+                this.duration_filter = r.i64();
+            }
+            if version >= 2 {
+                this.transactional_id_pattern = if (version >= 2) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ListTransactionsResponse`.
@@ -117,10 +216,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ListTransactionsResponse`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -155,8 +254,14 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.unknown_state_filters).len(), flexible)?; for e in (&self.unknown_state_filters).iter() { wire::put_str(s, e, flexible)?; }
-            wire::put_array_len(s, (&self.transaction_states).len(), flexible)?; for e in (&self.transaction_states).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.unknown_state_filters).len(), flexible)?;
+            for e in (&self.unknown_state_filters).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
+            wire::put_array_len(s, (&self.transaction_states).len(), flexible)?;
+            for e in (&self.transaction_states).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -174,13 +279,29 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
-            this.unknown_state_filters = { let n = wire::get_array_len(b, flexible, "UnknownStateFilters")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "UnknownStateFilters")?); } v };
-            this.transaction_states = { let n = wire::get_array_len(b, flexible, "TransactionStates")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TransactionState::decode(b, version)?); } v };
+            this.unknown_state_filters = {
+                let n = wire::get_array_len(b, flexible, "UnknownStateFilters")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "UnknownStateFilters")?);
+                }
+                v
+            };
+            this.transaction_states = {
+                let n = wire::get_array_len(b, flexible, "TransactionStates")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TransactionState::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -193,10 +314,29 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("unknownStateFilters".into(), Value::Array((&self.unknown_state_filters).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("transactionStates".into(), Value::Array((&self.transaction_states).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "unknownStateFilters".into(),
+                Value::Array(
+                    (&self.unknown_state_filters)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "transactionStates".into(),
+                Value::Array(
+                    (&self.transaction_states)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -205,9 +345,19 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.unknown_state_filters = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            this.transaction_states = { let n = r.len(); (0..n).map(|_| TransactionState::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.unknown_state_filters = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            this.transaction_states = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| TransactionState::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -265,7 +415,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -278,9 +430,15 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("transactionalId".into(), Value::String((&self.transactional_id).to_string()));
+            m.insert(
+                "transactionalId".into(),
+                Value::String((&self.transactional_id).to_string()),
+            );
             m.insert("producerId".into(), Value::from(*&self.producer_id));
-            m.insert("transactionState".into(), Value::String((&self.transaction_state).to_string()));
+            m.insert(
+                "transactionState".into(),
+                Value::String((&self.transaction_state).to_string()),
+            );
             Value::Object(m)
         }
 
@@ -290,9 +448,10 @@ pub mod response {
             this.transactional_id = r.string();
             this.producer_id = r.i64();
             this.transaction_state = r.string();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `MetadataRequest`, versions 0-13, flexible in 9-13.
     #[derive(Debug, Clone, PartialEq)]
@@ -47,20 +47,62 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            match &self.topics { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { if version >= 1 { wire::put_null_len(s, flexible); } else { return Err(EncodeError::NullNotAllowed { field: "Topics", version }); } } }
-            if version >= 4 { wire::put_bool(s, *&self.allow_auto_topic_creation); }
-            if !(version >= 4) && self.allow_auto_topic_creation != true { return Err(EncodeError::FieldNotInVersion { field: "AllowAutoTopicCreation", version }); }
-            if (8..=10).contains(&version) { wire::put_bool(s, *&self.include_cluster_authorized_operations); }
-            if !((8..=10).contains(&version)) && self.include_cluster_authorized_operations != false { return Err(EncodeError::FieldNotInVersion { field: "IncludeClusterAuthorizedOperations", version }); }
-            if version >= 8 { wire::put_bool(s, *&self.include_topic_authorized_operations); }
-            if !(version >= 8) && self.include_topic_authorized_operations != false { return Err(EncodeError::FieldNotInVersion { field: "IncludeTopicAuthorizedOperations", version }); }
+            match &self.topics {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    if version >= 1 {
+                        wire::put_null_len(s, flexible);
+                    } else {
+                        return Err(EncodeError::NullNotAllowed {
+                            field: "Topics",
+                            version,
+                        });
+                    }
+                }
+            }
+            if version >= 4 {
+                wire::put_bool(s, *&self.allow_auto_topic_creation);
+            }
+            if !(version >= 4) && self.allow_auto_topic_creation != true {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "AllowAutoTopicCreation",
+                    version,
+                });
+            }
+            if (8..=10).contains(&version) {
+                wire::put_bool(s, *&self.include_cluster_authorized_operations);
+            }
+            if !((8..=10).contains(&version)) && self.include_cluster_authorized_operations != false
+            {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IncludeClusterAuthorizedOperations",
+                    version,
+                });
+            }
+            if version >= 8 {
+                wire::put_bool(s, *&self.include_topic_authorized_operations);
+            }
+            if !(version >= 8) && self.include_topic_authorized_operations != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IncludeTopicAuthorizedOperations",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -71,15 +113,43 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            this.topics = if version >= 1 { match wire::get_opt_array_len(b, flexible, "Topics")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(MetadataRequestTopic::decode(b, version)?); } Some(v) } } } else { Some({ let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(MetadataRequestTopic::decode(b, version)?); } v }) };
-            if version >= 4 { this.allow_auto_topic_creation = wire::get_bool(b)?; }
-            if (8..=10).contains(&version) { this.include_cluster_authorized_operations = wire::get_bool(b)?; }
-            if version >= 8 { this.include_topic_authorized_operations = wire::get_bool(b)?; }
+            this.topics = if version >= 1 {
+                match wire::get_opt_array_len(b, flexible, "Topics")? {
+                    None => None,
+                    Some(n) => {
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(MetadataRequestTopic::decode(b, version)?);
+                        }
+                        Some(v)
+                    }
+                }
+            } else {
+                Some({
+                    let n = wire::get_array_len(b, flexible, "Topics")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(MetadataRequestTopic::decode(b, version)?);
+                    }
+                    v
+                })
+            };
+            if version >= 4 {
+                this.allow_auto_topic_creation = wire::get_bool(b)?;
+            }
+            if (8..=10).contains(&version) {
+                this.include_cluster_authorized_operations = wire::get_bool(b)?;
+            }
+            if version >= 8 {
+                this.include_topic_authorized_operations = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -92,21 +162,59 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topics".into(), match &self.topics { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            if version >= 4 { m.insert("allowAutoTopicCreation".into(), Value::from(*&self.allow_auto_topic_creation)); }
-            if (8..=10).contains(&version) { m.insert("includeClusterAuthorizedOperations".into(), Value::from(*&self.include_cluster_authorized_operations)); }
-            if version >= 8 { m.insert("includeTopicAuthorizedOperations".into(), Value::from(*&self.include_topic_authorized_operations)); }
+            m.insert(
+                "topics".into(),
+                match &self.topics {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 4 {
+                m.insert(
+                    "allowAutoTopicCreation".into(),
+                    Value::from(*&self.allow_auto_topic_creation),
+                );
+            }
+            if (8..=10).contains(&version) {
+                m.insert(
+                    "includeClusterAuthorizedOperations".into(),
+                    Value::from(*&self.include_cluster_authorized_operations),
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "includeTopicAuthorizedOperations".into(),
+                    Value::from(*&self.include_topic_authorized_operations),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.topics = if (version >= 1) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| MetadataRequestTopic::sample(r, version)).collect() }) };
-            if version >= 4 { this.allow_auto_topic_creation = r.bool(); }
-            if (8..=10).contains(&version) { this.include_cluster_authorized_operations = r.bool(); }
-            if version >= 8 { this.include_topic_authorized_operations = r.bool(); }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = if (version >= 1) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| MetadataRequestTopic::sample(r, version))
+                        .collect()
+                })
+            };
+            if version >= 4 {
+                this.allow_auto_topic_creation = r.bool();
+            }
+            if (8..=10).contains(&version) {
+                this.include_cluster_authorized_operations = r.bool();
+            }
+            if version >= 8 {
+                this.include_topic_authorized_operations = r.bool();
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -136,15 +244,34 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            if version >= 10 { wire::put_uuid(s, &self.topic_id); }
-            match &self.name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 10 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Name", version }); } } }
+            if version >= 10 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            match &self.name {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    if version >= 10 {
+                        wire::put_opt_str(s, None, flexible)?;
+                    } else {
+                        return Err(EncodeError::NullNotAllowed {
+                            field: "Name",
+                            version,
+                        });
+                    }
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -155,13 +282,21 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            if version >= 10 { this.topic_id = wire::get_uuid(b)?; }
-            this.name = if version >= 10 { wire::get_opt_str(b, flexible, "Name")? } else { Some(wire::get_str(b, flexible, "Name")?) };
+            if version >= 10 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            this.name = if version >= 10 {
+                wire::get_opt_str(b, flexible, "Name")?
+            } else {
+                Some(wire::get_str(b, flexible, "Name")?)
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -174,21 +309,39 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 10 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            m.insert("name".into(), match &self.name { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            if version >= 10 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            m.insert(
+                "name".into(),
+                match &self.name {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 10 { this.topic_id = r.uuid(); }
-            this.name = if (version >= 10) && r.null() { None } else { Some(r.string()) };
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 10 {
+                this.topic_id = r.uuid();
+            }
+            this.name = if (version >= 10) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `MetadataResponse`.
@@ -198,10 +351,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `MetadataResponse`, versions 0-13, flexible in 9-13.
     #[derive(Debug, Clone, PartialEq)]
@@ -243,21 +396,61 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            if version >= 3 { wire::put_i32(s, *&self.throttle_time_ms); }
-            wire::put_array_len(s, (&self.brokers).len(), flexible)?; for e in (&self.brokers).iter() { (e).encode(s, version)?; }
-            if version >= 2 { match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 2 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ClusterId", version }); } } } }
-            if version >= 1 { wire::put_i32(s, *&self.controller_id); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if (8..=10).contains(&version) { wire::put_i32(s, *&self.cluster_authorized_operations); }
-            if !((8..=10).contains(&version)) && self.cluster_authorized_operations != -2147483648i32 { return Err(EncodeError::FieldNotInVersion { field: "ClusterAuthorizedOperations", version }); }
-            if version >= 13 { wire::put_i16(s, *&self.error_code); }
+            if version >= 3 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
+            wire::put_array_len(s, (&self.brokers).len(), flexible)?;
+            for e in (&self.brokers).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 2 {
+                match &self.cluster_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 2 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ClusterId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if version >= 1 {
+                wire::put_i32(s, *&self.controller_id);
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if (8..=10).contains(&version) {
+                wire::put_i32(s, *&self.cluster_authorized_operations);
+            }
+            if !((8..=10).contains(&version))
+                && self.cluster_authorized_operations != -2147483648i32
+            {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ClusterAuthorizedOperations",
+                    version,
+                });
+            }
+            if version >= 13 {
+                wire::put_i16(s, *&self.error_code);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -268,18 +461,48 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            if version >= 3 { this.throttle_time_ms = wire::get_i32(b)?; }
-            this.brokers = { let n = wire::get_array_len(b, flexible, "Brokers")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(MetadataResponseBroker::decode(b, version)?); } v };
-            if version >= 2 { this.cluster_id = if version >= 2 { wire::get_opt_str(b, flexible, "ClusterId")? } else { Some(wire::get_str(b, flexible, "ClusterId")?) }; }
-            if version >= 1 { this.controller_id = wire::get_i32(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(MetadataResponseTopic::decode(b, version)?); } v };
-            if (8..=10).contains(&version) { this.cluster_authorized_operations = wire::get_i32(b)?; }
-            if version >= 13 { this.error_code = wire::get_i16(b)?; }
+            if version >= 3 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
+            this.brokers = {
+                let n = wire::get_array_len(b, flexible, "Brokers")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(MetadataResponseBroker::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 2 {
+                this.cluster_id = if version >= 2 {
+                    wire::get_opt_str(b, flexible, "ClusterId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ClusterId")?)
+                };
+            }
+            if version >= 1 {
+                this.controller_id = wire::get_i32(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(MetadataResponseTopic::decode(b, version)?);
+                }
+                v
+            };
+            if (8..=10).contains(&version) {
+                this.cluster_authorized_operations = wire::get_i32(b)?;
+            }
+            if version >= 13 {
+                this.error_code = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -292,27 +515,91 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
-            m.insert("brokers".into(), Value::Array((&self.brokers).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 2 { m.insert("clusterId".into(), match &self.cluster_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 1 { m.insert("controllerId".into(), Value::from(*&self.controller_id)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if (8..=10).contains(&version) { m.insert("clusterAuthorizedOperations".into(), Value::from(*&self.cluster_authorized_operations)); }
-            if version >= 13 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
+            if version >= 3 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
+            m.insert(
+                "brokers".into(),
+                Value::Array(
+                    (&self.brokers)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 2 {
+                m.insert(
+                    "clusterId".into(),
+                    match &self.cluster_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 1 {
+                m.insert("controllerId".into(), Value::from(*&self.controller_id));
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if (8..=10).contains(&version) {
+                m.insert(
+                    "clusterAuthorizedOperations".into(),
+                    Value::from(*&self.cluster_authorized_operations),
+                );
+            }
+            if version >= 13 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.throttle_time_ms = r.i32(); }
-            this.brokers = { let n = r.len(); (0..n).map(|_| MetadataResponseBroker::sample(r, version)).collect() };
-            if version >= 2 { this.cluster_id = if (version >= 2) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 1 { this.controller_id = r.i32(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| MetadataResponseTopic::sample(r, version)).collect() };
-            if (8..=10).contains(&version) { this.cluster_authorized_operations = r.i32(); }
-            if version >= 13 { this.error_code = r.i16(); }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.throttle_time_ms = r.i32();
+            }
+            this.brokers = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| MetadataResponseBroker::sample(r, version))
+                    .collect()
+            };
+            if version >= 2 {
+                this.cluster_id = if (version >= 2) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 1 {
+                this.controller_id = r.i32();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| MetadataResponseTopic::sample(r, version))
+                    .collect()
+            };
+            if (8..=10).contains(&version) {
+                this.cluster_authorized_operations = r.i32();
+            }
+            if version >= 13 {
+                this.error_code = r.i16();
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -351,14 +638,33 @@ pub mod response {
             wire::put_i32(s, *&self.node_id);
             wire::put_str(s, &self.host, flexible)?;
             wire::put_i32(s, *&self.port);
-            if version >= 1 { match &self.rack { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 1 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Rack", version }); } } } }
+            if version >= 1 {
+                match &self.rack {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 1 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Rack",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -372,12 +678,20 @@ pub mod response {
             this.node_id = wire::get_i32(b)?;
             this.host = wire::get_str(b, flexible, "Host")?;
             this.port = wire::get_i32(b)?;
-            if version >= 1 { this.rack = if version >= 1 { wire::get_opt_str(b, flexible, "Rack")? } else { Some(wire::get_str(b, flexible, "Rack")?) }; }
+            if version >= 1 {
+                this.rack = if version >= 1 {
+                    wire::get_opt_str(b, flexible, "Rack")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Rack")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -393,7 +707,15 @@ pub mod response {
             m.insert("nodeId".into(), Value::from(*&self.node_id));
             m.insert("host".into(), Value::String((&self.host).to_string()));
             m.insert("port".into(), Value::from(*&self.port));
-            if version >= 1 { m.insert("rack".into(), match &self.rack { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 1 {
+                m.insert(
+                    "rack".into(),
+                    match &self.rack {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
@@ -403,8 +725,16 @@ pub mod response {
             this.node_id = r.i32();
             this.host = r.string();
             this.port = r.i32();
-            if version >= 1 { this.rack = if (version >= 1) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.rack = if (version >= 1) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -447,19 +777,50 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
             wire::put_i16(s, *&self.error_code);
-            match &self.name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 12 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Name", version }); } } }
-            if version >= 10 { wire::put_uuid(s, &self.topic_id); }
-            if version >= 1 { wire::put_bool(s, *&self.is_internal); }
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
-            if version >= 8 { wire::put_i32(s, *&self.topic_authorized_operations); }
-            if !(version >= 8) && self.topic_authorized_operations != -2147483648i32 { return Err(EncodeError::FieldNotInVersion { field: "TopicAuthorizedOperations", version }); }
+            match &self.name {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    if version >= 12 {
+                        wire::put_opt_str(s, None, flexible)?;
+                    } else {
+                        return Err(EncodeError::NullNotAllowed {
+                            field: "Name",
+                            version,
+                        });
+                    }
+                }
+            }
+            if version >= 10 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            if version >= 1 {
+                wire::put_bool(s, *&self.is_internal);
+            }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 8 {
+                wire::put_i32(s, *&self.topic_authorized_operations);
+            }
+            if !(version >= 8) && self.topic_authorized_operations != -2147483648i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "TopicAuthorizedOperations",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -471,16 +832,35 @@ pub mod response {
             let flexible = version >= 9;
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            this.name = if version >= 12 { wire::get_opt_str(b, flexible, "Name")? } else { Some(wire::get_str(b, flexible, "Name")?) };
-            if version >= 10 { this.topic_id = wire::get_uuid(b)?; }
-            if version >= 1 { this.is_internal = wire::get_bool(b)?; }
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(MetadataResponsePartition::decode(b, version)?); } v };
-            if version >= 8 { this.topic_authorized_operations = wire::get_i32(b)?; }
+            this.name = if version >= 12 {
+                wire::get_opt_str(b, flexible, "Name")?
+            } else {
+                Some(wire::get_str(b, flexible, "Name")?)
+            };
+            if version >= 10 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            if version >= 1 {
+                this.is_internal = wire::get_bool(b)?;
+            }
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(MetadataResponsePartition::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 8 {
+                this.topic_authorized_operations = wire::get_i32(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -494,11 +874,37 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("name".into(), match &self.name { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version >= 10 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            if version >= 1 { m.insert("isInternal".into(), Value::from(*&self.is_internal)); }
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 8 { m.insert("topicAuthorizedOperations".into(), Value::from(*&self.topic_authorized_operations)); }
+            m.insert(
+                "name".into(),
+                match &self.name {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 10 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            if version >= 1 {
+                m.insert("isInternal".into(), Value::from(*&self.is_internal));
+            }
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 8 {
+                m.insert(
+                    "topicAuthorizedOperations".into(),
+                    Value::from(*&self.topic_authorized_operations),
+                );
+            }
             Value::Object(m)
         }
 
@@ -506,12 +912,29 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.name = if (version >= 12) && r.null() { None } else { Some(r.string()) };
-            if version >= 10 { this.topic_id = r.uuid(); }
-            if version >= 1 { this.is_internal = r.bool(); }
-            this.partitions = { let n = r.len(); (0..n).map(|_| MetadataResponsePartition::sample(r, version)).collect() };
-            if version >= 8 { this.topic_authorized_operations = r.i32(); }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.name = if (version >= 12) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 10 {
+                this.topic_id = r.uuid();
+            }
+            if version >= 1 {
+                this.is_internal = r.bool();
+            }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| MetadataResponsePartition::sample(r, version))
+                    .collect()
+            };
+            if version >= 8 {
+                this.topic_authorized_operations = r.i32();
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -559,17 +982,33 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             wire::put_i32(s, *&self.partition_index);
             wire::put_i32(s, *&self.leader_id);
-            if version >= 7 { wire::put_i32(s, *&self.leader_epoch); }
-            wire::put_array_len(s, (&self.replica_nodes).len(), flexible)?; for e in (&self.replica_nodes).iter() { wire::put_i32(s, *e); }
-            wire::put_array_len(s, (&self.isr_nodes).len(), flexible)?; for e in (&self.isr_nodes).iter() { wire::put_i32(s, *e); }
-            if version >= 5 { wire::put_array_len(s, (&self.offline_replicas).len(), flexible)?; for e in (&self.offline_replicas).iter() { wire::put_i32(s, *e); } }
+            if version >= 7 {
+                wire::put_i32(s, *&self.leader_epoch);
+            }
+            wire::put_array_len(s, (&self.replica_nodes).len(), flexible)?;
+            for e in (&self.replica_nodes).iter() {
+                wire::put_i32(s, *e);
+            }
+            wire::put_array_len(s, (&self.isr_nodes).len(), flexible)?;
+            for e in (&self.isr_nodes).iter() {
+                wire::put_i32(s, *e);
+            }
+            if version >= 5 {
+                wire::put_array_len(s, (&self.offline_replicas).len(), flexible)?;
+                for e in (&self.offline_replicas).iter() {
+                    wire::put_i32(s, *e);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -583,15 +1022,42 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.partition_index = wire::get_i32(b)?;
             this.leader_id = wire::get_i32(b)?;
-            if version >= 7 { this.leader_epoch = wire::get_i32(b)?; }
-            this.replica_nodes = { let n = wire::get_array_len(b, flexible, "ReplicaNodes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
-            this.isr_nodes = { let n = wire::get_array_len(b, flexible, "IsrNodes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
-            if version >= 5 { this.offline_replicas = { let n = wire::get_array_len(b, flexible, "OfflineReplicas")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v }; }
+            if version >= 7 {
+                this.leader_epoch = wire::get_i32(b)?;
+            }
+            this.replica_nodes = {
+                let n = wire::get_array_len(b, flexible, "ReplicaNodes")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
+            this.isr_nodes = {
+                let n = wire::get_array_len(b, flexible, "IsrNodes")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
+            if version >= 5 {
+                this.offline_replicas = {
+                    let n = wire::get_array_len(b, flexible, "OfflineReplicas")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_i32(b)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -607,10 +1073,33 @@ pub mod response {
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("leaderId".into(), Value::from(*&self.leader_id));
-            if version >= 7 { m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch)); }
-            m.insert("replicaNodes".into(), Value::Array((&self.replica_nodes).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("isrNodes".into(), Value::Array((&self.isr_nodes).iter().map(|e| Value::from(*e)).collect()));
-            if version >= 5 { m.insert("offlineReplicas".into(), Value::Array((&self.offline_replicas).iter().map(|e| Value::from(*e)).collect())); }
+            if version >= 7 {
+                m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
+            }
+            m.insert(
+                "replicaNodes".into(),
+                Value::Array(
+                    (&self.replica_nodes)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "isrNodes".into(),
+                Value::Array((&self.isr_nodes).iter().map(|e| Value::from(*e)).collect()),
+            );
+            if version >= 5 {
+                m.insert(
+                    "offlineReplicas".into(),
+                    Value::Array(
+                        (&self.offline_replicas)
+                            .iter()
+                            .map(|e| Value::from(*e))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -620,13 +1109,27 @@ pub mod response {
             this.error_code = r.i16();
             this.partition_index = r.i32();
             this.leader_id = r.i32();
-            if version >= 7 { this.leader_epoch = r.i32(); }
-            this.replica_nodes = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            this.isr_nodes = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if version >= 5 { this.offline_replicas = { let n = r.len(); (0..n).map(|_| r.i32()).collect() }; }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 7 {
+                this.leader_epoch = r.i32();
+            }
+            this.replica_nodes = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            this.isr_nodes = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if version >= 5 {
+                this.offline_replicas = {
+                    let n = r.len();
+                    (0..n).map(|_| r.i32()).collect()
+                };
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -4,7 +4,7 @@
 
 #![allow(clippy::all)]
 
-use super::{Message, Request, VersionRange};
+use super::{Message, RawTaggedField, Request, VersionRange};
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
@@ -1058,12 +1058,20 @@ impl Message for add_offsets_to_txn::AddOffsetsToTxnRequest {
     const NAME: &'static str = "AddOffsetsToTxnRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for add_offsets_to_txn::AddOffsetsToTxnResponse {
     const NAME: &'static str = "AddOffsetsToTxnResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for add_offsets_to_txn::AddOffsetsToTxnRequest {
@@ -1075,12 +1083,20 @@ impl Message for add_partitions_to_txn::AddPartitionsToTxnRequest {
     const NAME: &'static str = "AddPartitionsToTxnRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for add_partitions_to_txn::AddPartitionsToTxnResponse {
     const NAME: &'static str = "AddPartitionsToTxnResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for add_partitions_to_txn::AddPartitionsToTxnRequest {
@@ -1092,12 +1108,20 @@ impl Message for add_raft_voter::AddRaftVoterRequest {
     const NAME: &'static str = "AddRaftVoterRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for add_raft_voter::AddRaftVoterResponse {
     const NAME: &'static str = "AddRaftVoterResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for add_raft_voter::AddRaftVoterRequest {
@@ -1109,12 +1133,20 @@ impl Message for allocate_producer_ids::AllocateProducerIdsRequest {
     const NAME: &'static str = "AllocateProducerIdsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for allocate_producer_ids::AllocateProducerIdsResponse {
     const NAME: &'static str = "AllocateProducerIdsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for allocate_producer_ids::AllocateProducerIdsRequest {
@@ -1126,12 +1158,20 @@ impl Message for alter_client_quotas::AlterClientQuotasRequest {
     const NAME: &'static str = "AlterClientQuotasRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for alter_client_quotas::AlterClientQuotasResponse {
     const NAME: &'static str = "AlterClientQuotasResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for alter_client_quotas::AlterClientQuotasRequest {
@@ -1143,12 +1183,20 @@ impl Message for alter_configs::AlterConfigsRequest {
     const NAME: &'static str = "AlterConfigsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for alter_configs::AlterConfigsResponse {
     const NAME: &'static str = "AlterConfigsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for alter_configs::AlterConfigsRequest {
@@ -1160,12 +1208,20 @@ impl Message for alter_partition::AlterPartitionRequest {
     const NAME: &'static str = "AlterPartitionRequest";
     const VERSIONS: VersionRange = VersionRange::new(2, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for alter_partition::AlterPartitionResponse {
     const NAME: &'static str = "AlterPartitionResponse";
     const VERSIONS: VersionRange = VersionRange::new(2, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for alter_partition::AlterPartitionRequest {
@@ -1177,12 +1233,20 @@ impl Message for alter_partition_reassignments::AlterPartitionReassignmentsReque
     const NAME: &'static str = "AlterPartitionReassignmentsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for alter_partition_reassignments::AlterPartitionReassignmentsResponse {
     const NAME: &'static str = "AlterPartitionReassignmentsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for alter_partition_reassignments::AlterPartitionReassignmentsRequest {
@@ -1194,12 +1258,20 @@ impl Message for alter_replica_log_dirs::AlterReplicaLogDirsRequest {
     const NAME: &'static str = "AlterReplicaLogDirsRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for alter_replica_log_dirs::AlterReplicaLogDirsResponse {
     const NAME: &'static str = "AlterReplicaLogDirsResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for alter_replica_log_dirs::AlterReplicaLogDirsRequest {
@@ -1211,12 +1283,20 @@ impl Message for alter_share_group_offsets::AlterShareGroupOffsetsRequest {
     const NAME: &'static str = "AlterShareGroupOffsetsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for alter_share_group_offsets::AlterShareGroupOffsetsResponse {
     const NAME: &'static str = "AlterShareGroupOffsetsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for alter_share_group_offsets::AlterShareGroupOffsetsRequest {
@@ -1228,12 +1308,20 @@ impl Message for alter_user_scram_credentials::AlterUserScramCredentialsRequest 
     const NAME: &'static str = "AlterUserScramCredentialsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for alter_user_scram_credentials::AlterUserScramCredentialsResponse {
     const NAME: &'static str = "AlterUserScramCredentialsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for alter_user_scram_credentials::AlterUserScramCredentialsRequest {
@@ -1245,12 +1333,20 @@ impl Message for api_versions::ApiVersionsRequest {
     const NAME: &'static str = "ApiVersionsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for api_versions::ApiVersionsResponse {
     const NAME: &'static str = "ApiVersionsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for api_versions::ApiVersionsRequest {
@@ -1262,12 +1358,20 @@ impl Message for assign_replicas_to_dirs::AssignReplicasToDirsRequest {
     const NAME: &'static str = "AssignReplicasToDirsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for assign_replicas_to_dirs::AssignReplicasToDirsResponse {
     const NAME: &'static str = "AssignReplicasToDirsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for assign_replicas_to_dirs::AssignReplicasToDirsRequest {
@@ -1279,12 +1383,20 @@ impl Message for begin_quorum_epoch::BeginQuorumEpochRequest {
     const NAME: &'static str = "BeginQuorumEpochRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for begin_quorum_epoch::BeginQuorumEpochResponse {
     const NAME: &'static str = "BeginQuorumEpochResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for begin_quorum_epoch::BeginQuorumEpochRequest {
@@ -1296,12 +1408,20 @@ impl Message for broker_heartbeat::BrokerHeartbeatRequest {
     const NAME: &'static str = "BrokerHeartbeatRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for broker_heartbeat::BrokerHeartbeatResponse {
     const NAME: &'static str = "BrokerHeartbeatResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for broker_heartbeat::BrokerHeartbeatRequest {
@@ -1313,12 +1433,20 @@ impl Message for broker_registration::BrokerRegistrationRequest {
     const NAME: &'static str = "BrokerRegistrationRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for broker_registration::BrokerRegistrationResponse {
     const NAME: &'static str = "BrokerRegistrationResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for broker_registration::BrokerRegistrationRequest {
@@ -1330,12 +1458,20 @@ impl Message for consumer_group_describe::ConsumerGroupDescribeRequest {
     const NAME: &'static str = "ConsumerGroupDescribeRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for consumer_group_describe::ConsumerGroupDescribeResponse {
     const NAME: &'static str = "ConsumerGroupDescribeResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for consumer_group_describe::ConsumerGroupDescribeRequest {
@@ -1347,12 +1483,20 @@ impl Message for consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
     const NAME: &'static str = "ConsumerGroupHeartbeatRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for consumer_group_heartbeat::ConsumerGroupHeartbeatResponse {
     const NAME: &'static str = "ConsumerGroupHeartbeatResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
@@ -1364,30 +1508,50 @@ impl Message for consumer_protocol_assignment::ConsumerProtocolAssignment {
     const NAME: &'static str = "ConsumerProtocolAssignment";
     const VERSIONS: VersionRange = VersionRange::new(0, 3);
     const FLEXIBLE_MIN: Option<i16> = None;
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for consumer_protocol_subscription::ConsumerProtocolSubscription {
     const NAME: &'static str = "ConsumerProtocolSubscription";
     const VERSIONS: VersionRange = VersionRange::new(0, 3);
     const FLEXIBLE_MIN: Option<i16> = None;
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for control_record_type_schema::ControlRecordTypeSchema {
     const NAME: &'static str = "ControlRecordTypeSchema";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = None;
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for controller_registration::ControllerRegistrationRequest {
     const NAME: &'static str = "ControllerRegistrationRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for controller_registration::ControllerRegistrationResponse {
     const NAME: &'static str = "ControllerRegistrationResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for controller_registration::ControllerRegistrationRequest {
@@ -1399,12 +1563,20 @@ impl Message for create_acls::CreateAclsRequest {
     const NAME: &'static str = "CreateAclsRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for create_acls::CreateAclsResponse {
     const NAME: &'static str = "CreateAclsResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for create_acls::CreateAclsRequest {
@@ -1416,12 +1588,20 @@ impl Message for create_delegation_token::CreateDelegationTokenRequest {
     const NAME: &'static str = "CreateDelegationTokenRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for create_delegation_token::CreateDelegationTokenResponse {
     const NAME: &'static str = "CreateDelegationTokenResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for create_delegation_token::CreateDelegationTokenRequest {
@@ -1433,12 +1613,20 @@ impl Message for create_partitions::CreatePartitionsRequest {
     const NAME: &'static str = "CreatePartitionsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for create_partitions::CreatePartitionsResponse {
     const NAME: &'static str = "CreatePartitionsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for create_partitions::CreatePartitionsRequest {
@@ -1450,12 +1638,20 @@ impl Message for create_topics::CreateTopicsRequest {
     const NAME: &'static str = "CreateTopicsRequest";
     const VERSIONS: VersionRange = VersionRange::new(2, 7);
     const FLEXIBLE_MIN: Option<i16> = Some(5);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for create_topics::CreateTopicsResponse {
     const NAME: &'static str = "CreateTopicsResponse";
     const VERSIONS: VersionRange = VersionRange::new(2, 7);
     const FLEXIBLE_MIN: Option<i16> = Some(5);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for create_topics::CreateTopicsRequest {
@@ -1467,18 +1663,30 @@ impl Message for default_principal_data::DefaultPrincipalData {
     const NAME: &'static str = "DefaultPrincipalData";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for delete_acls::DeleteAclsRequest {
     const NAME: &'static str = "DeleteAclsRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for delete_acls::DeleteAclsResponse {
     const NAME: &'static str = "DeleteAclsResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for delete_acls::DeleteAclsRequest {
@@ -1490,12 +1698,20 @@ impl Message for delete_groups::DeleteGroupsRequest {
     const NAME: &'static str = "DeleteGroupsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for delete_groups::DeleteGroupsResponse {
     const NAME: &'static str = "DeleteGroupsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for delete_groups::DeleteGroupsRequest {
@@ -1507,12 +1723,20 @@ impl Message for delete_records::DeleteRecordsRequest {
     const NAME: &'static str = "DeleteRecordsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for delete_records::DeleteRecordsResponse {
     const NAME: &'static str = "DeleteRecordsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for delete_records::DeleteRecordsRequest {
@@ -1524,12 +1748,20 @@ impl Message for delete_share_group_offsets::DeleteShareGroupOffsetsRequest {
     const NAME: &'static str = "DeleteShareGroupOffsetsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for delete_share_group_offsets::DeleteShareGroupOffsetsResponse {
     const NAME: &'static str = "DeleteShareGroupOffsetsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for delete_share_group_offsets::DeleteShareGroupOffsetsRequest {
@@ -1541,12 +1773,20 @@ impl Message for delete_share_group_state::DeleteShareGroupStateRequest {
     const NAME: &'static str = "DeleteShareGroupStateRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for delete_share_group_state::DeleteShareGroupStateResponse {
     const NAME: &'static str = "DeleteShareGroupStateResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for delete_share_group_state::DeleteShareGroupStateRequest {
@@ -1558,12 +1798,20 @@ impl Message for delete_topics::DeleteTopicsRequest {
     const NAME: &'static str = "DeleteTopicsRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 6);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for delete_topics::DeleteTopicsResponse {
     const NAME: &'static str = "DeleteTopicsResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 6);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for delete_topics::DeleteTopicsRequest {
@@ -1575,12 +1823,20 @@ impl Message for describe_acls::DescribeAclsRequest {
     const NAME: &'static str = "DescribeAclsRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_acls::DescribeAclsResponse {
     const NAME: &'static str = "DescribeAclsResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_acls::DescribeAclsRequest {
@@ -1592,12 +1848,20 @@ impl Message for describe_client_quotas::DescribeClientQuotasRequest {
     const NAME: &'static str = "DescribeClientQuotasRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_client_quotas::DescribeClientQuotasResponse {
     const NAME: &'static str = "DescribeClientQuotasResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_client_quotas::DescribeClientQuotasRequest {
@@ -1609,12 +1873,20 @@ impl Message for describe_cluster::DescribeClusterRequest {
     const NAME: &'static str = "DescribeClusterRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_cluster::DescribeClusterResponse {
     const NAME: &'static str = "DescribeClusterResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_cluster::DescribeClusterRequest {
@@ -1626,12 +1898,20 @@ impl Message for describe_configs::DescribeConfigsRequest {
     const NAME: &'static str = "DescribeConfigsRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_configs::DescribeConfigsResponse {
     const NAME: &'static str = "DescribeConfigsResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_configs::DescribeConfigsRequest {
@@ -1643,12 +1923,20 @@ impl Message for describe_delegation_token::DescribeDelegationTokenRequest {
     const NAME: &'static str = "DescribeDelegationTokenRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_delegation_token::DescribeDelegationTokenResponse {
     const NAME: &'static str = "DescribeDelegationTokenResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 3);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_delegation_token::DescribeDelegationTokenRequest {
@@ -1660,12 +1948,20 @@ impl Message for describe_groups::DescribeGroupsRequest {
     const NAME: &'static str = "DescribeGroupsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 6);
     const FLEXIBLE_MIN: Option<i16> = Some(5);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_groups::DescribeGroupsResponse {
     const NAME: &'static str = "DescribeGroupsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 6);
     const FLEXIBLE_MIN: Option<i16> = Some(5);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_groups::DescribeGroupsRequest {
@@ -1677,12 +1973,20 @@ impl Message for describe_log_dirs::DescribeLogDirsRequest {
     const NAME: &'static str = "DescribeLogDirsRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_log_dirs::DescribeLogDirsResponse {
     const NAME: &'static str = "DescribeLogDirsResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_log_dirs::DescribeLogDirsRequest {
@@ -1694,12 +1998,20 @@ impl Message for describe_producers::DescribeProducersRequest {
     const NAME: &'static str = "DescribeProducersRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_producers::DescribeProducersResponse {
     const NAME: &'static str = "DescribeProducersResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_producers::DescribeProducersRequest {
@@ -1711,12 +2023,20 @@ impl Message for describe_quorum::DescribeQuorumRequest {
     const NAME: &'static str = "DescribeQuorumRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_quorum::DescribeQuorumResponse {
     const NAME: &'static str = "DescribeQuorumResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_quorum::DescribeQuorumRequest {
@@ -1728,12 +2048,20 @@ impl Message for describe_share_group_offsets::DescribeShareGroupOffsetsRequest 
     const NAME: &'static str = "DescribeShareGroupOffsetsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_share_group_offsets::DescribeShareGroupOffsetsResponse {
     const NAME: &'static str = "DescribeShareGroupOffsetsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_share_group_offsets::DescribeShareGroupOffsetsRequest {
@@ -1745,12 +2073,20 @@ impl Message for describe_topic_partitions::DescribeTopicPartitionsRequest {
     const NAME: &'static str = "DescribeTopicPartitionsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_topic_partitions::DescribeTopicPartitionsResponse {
     const NAME: &'static str = "DescribeTopicPartitionsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_topic_partitions::DescribeTopicPartitionsRequest {
@@ -1762,12 +2098,20 @@ impl Message for describe_transactions::DescribeTransactionsRequest {
     const NAME: &'static str = "DescribeTransactionsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_transactions::DescribeTransactionsResponse {
     const NAME: &'static str = "DescribeTransactionsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_transactions::DescribeTransactionsRequest {
@@ -1779,12 +2123,20 @@ impl Message for describe_user_scram_credentials::DescribeUserScramCredentialsRe
     const NAME: &'static str = "DescribeUserScramCredentialsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for describe_user_scram_credentials::DescribeUserScramCredentialsResponse {
     const NAME: &'static str = "DescribeUserScramCredentialsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for describe_user_scram_credentials::DescribeUserScramCredentialsRequest {
@@ -1796,12 +2148,20 @@ impl Message for elect_leaders::ElectLeadersRequest {
     const NAME: &'static str = "ElectLeadersRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for elect_leaders::ElectLeadersResponse {
     const NAME: &'static str = "ElectLeadersResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for elect_leaders::ElectLeadersRequest {
@@ -1813,12 +2173,20 @@ impl Message for end_quorum_epoch::EndQuorumEpochRequest {
     const NAME: &'static str = "EndQuorumEpochRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for end_quorum_epoch::EndQuorumEpochResponse {
     const NAME: &'static str = "EndQuorumEpochResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for end_quorum_epoch::EndQuorumEpochRequest {
@@ -1830,12 +2198,20 @@ impl Message for end_txn::EndTxnRequest {
     const NAME: &'static str = "EndTxnRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for end_txn::EndTxnResponse {
     const NAME: &'static str = "EndTxnResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for end_txn::EndTxnRequest {
@@ -1847,18 +2223,30 @@ impl Message for end_txn_marker::EndTxnMarker {
     const NAME: &'static str = "EndTxnMarker";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = None;
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for envelope::EnvelopeRequest {
     const NAME: &'static str = "EnvelopeRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for envelope::EnvelopeResponse {
     const NAME: &'static str = "EnvelopeResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for envelope::EnvelopeRequest {
@@ -1870,12 +2258,20 @@ impl Message for expire_delegation_token::ExpireDelegationTokenRequest {
     const NAME: &'static str = "ExpireDelegationTokenRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for expire_delegation_token::ExpireDelegationTokenResponse {
     const NAME: &'static str = "ExpireDelegationTokenResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for expire_delegation_token::ExpireDelegationTokenRequest {
@@ -1887,12 +2283,20 @@ impl Message for fetch::FetchRequest {
     const NAME: &'static str = "FetchRequest";
     const VERSIONS: VersionRange = VersionRange::new(4, 18);
     const FLEXIBLE_MIN: Option<i16> = Some(12);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for fetch::FetchResponse {
     const NAME: &'static str = "FetchResponse";
     const VERSIONS: VersionRange = VersionRange::new(4, 18);
     const FLEXIBLE_MIN: Option<i16> = Some(12);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for fetch::FetchRequest {
@@ -1904,12 +2308,20 @@ impl Message for fetch_snapshot::FetchSnapshotRequest {
     const NAME: &'static str = "FetchSnapshotRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for fetch_snapshot::FetchSnapshotResponse {
     const NAME: &'static str = "FetchSnapshotResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for fetch_snapshot::FetchSnapshotRequest {
@@ -1921,12 +2333,20 @@ impl Message for find_coordinator::FindCoordinatorRequest {
     const NAME: &'static str = "FindCoordinatorRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 6);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for find_coordinator::FindCoordinatorResponse {
     const NAME: &'static str = "FindCoordinatorResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 6);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for find_coordinator::FindCoordinatorRequest {
@@ -1938,12 +2358,20 @@ impl Message for get_telemetry_subscriptions::GetTelemetrySubscriptionsRequest {
     const NAME: &'static str = "GetTelemetrySubscriptionsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for get_telemetry_subscriptions::GetTelemetrySubscriptionsResponse {
     const NAME: &'static str = "GetTelemetrySubscriptionsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for get_telemetry_subscriptions::GetTelemetrySubscriptionsRequest {
@@ -1955,12 +2383,20 @@ impl Message for heartbeat::HeartbeatRequest {
     const NAME: &'static str = "HeartbeatRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for heartbeat::HeartbeatResponse {
     const NAME: &'static str = "HeartbeatResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for heartbeat::HeartbeatRequest {
@@ -1972,12 +2408,20 @@ impl Message for incremental_alter_configs::IncrementalAlterConfigsRequest {
     const NAME: &'static str = "IncrementalAlterConfigsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for incremental_alter_configs::IncrementalAlterConfigsResponse {
     const NAME: &'static str = "IncrementalAlterConfigsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for incremental_alter_configs::IncrementalAlterConfigsRequest {
@@ -1989,12 +2433,20 @@ impl Message for init_producer_id::InitProducerIdRequest {
     const NAME: &'static str = "InitProducerIdRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 6);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for init_producer_id::InitProducerIdResponse {
     const NAME: &'static str = "InitProducerIdResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 6);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for init_producer_id::InitProducerIdRequest {
@@ -2006,12 +2458,20 @@ impl Message for initialize_share_group_state::InitializeShareGroupStateRequest 
     const NAME: &'static str = "InitializeShareGroupStateRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for initialize_share_group_state::InitializeShareGroupStateResponse {
     const NAME: &'static str = "InitializeShareGroupStateResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for initialize_share_group_state::InitializeShareGroupStateRequest {
@@ -2023,12 +2483,20 @@ impl Message for join_group::JoinGroupRequest {
     const NAME: &'static str = "JoinGroupRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 9);
     const FLEXIBLE_MIN: Option<i16> = Some(6);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for join_group::JoinGroupResponse {
     const NAME: &'static str = "JoinGroupResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 9);
     const FLEXIBLE_MIN: Option<i16> = Some(6);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for join_group::JoinGroupRequest {
@@ -2040,24 +2508,40 @@ impl Message for k_raft_version_record::KRaftVersionRecord {
     const NAME: &'static str = "KRaftVersionRecord";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for leader_change_message::LeaderChangeMessage {
     const NAME: &'static str = "LeaderChangeMessage";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for leave_group::LeaveGroupRequest {
     const NAME: &'static str = "LeaveGroupRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for leave_group::LeaveGroupResponse {
     const NAME: &'static str = "LeaveGroupResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for leave_group::LeaveGroupRequest {
@@ -2069,12 +2553,20 @@ impl Message for list_config_resources::ListConfigResourcesRequest {
     const NAME: &'static str = "ListConfigResourcesRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for list_config_resources::ListConfigResourcesResponse {
     const NAME: &'static str = "ListConfigResourcesResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for list_config_resources::ListConfigResourcesRequest {
@@ -2086,12 +2578,20 @@ impl Message for list_groups::ListGroupsRequest {
     const NAME: &'static str = "ListGroupsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for list_groups::ListGroupsResponse {
     const NAME: &'static str = "ListGroupsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for list_groups::ListGroupsRequest {
@@ -2103,12 +2603,20 @@ impl Message for list_offsets::ListOffsetsRequest {
     const NAME: &'static str = "ListOffsetsRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 11);
     const FLEXIBLE_MIN: Option<i16> = Some(6);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for list_offsets::ListOffsetsResponse {
     const NAME: &'static str = "ListOffsetsResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 11);
     const FLEXIBLE_MIN: Option<i16> = Some(6);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for list_offsets::ListOffsetsRequest {
@@ -2120,12 +2628,20 @@ impl Message for list_partition_reassignments::ListPartitionReassignmentsRequest
     const NAME: &'static str = "ListPartitionReassignmentsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for list_partition_reassignments::ListPartitionReassignmentsResponse {
     const NAME: &'static str = "ListPartitionReassignmentsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for list_partition_reassignments::ListPartitionReassignmentsRequest {
@@ -2137,12 +2653,20 @@ impl Message for list_transactions::ListTransactionsRequest {
     const NAME: &'static str = "ListTransactionsRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for list_transactions::ListTransactionsResponse {
     const NAME: &'static str = "ListTransactionsResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for list_transactions::ListTransactionsRequest {
@@ -2154,12 +2678,20 @@ impl Message for metadata::MetadataRequest {
     const NAME: &'static str = "MetadataRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 13);
     const FLEXIBLE_MIN: Option<i16> = Some(9);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for metadata::MetadataResponse {
     const NAME: &'static str = "MetadataResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 13);
     const FLEXIBLE_MIN: Option<i16> = Some(9);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for metadata::MetadataRequest {
@@ -2171,12 +2703,20 @@ impl Message for offset_commit::OffsetCommitRequest {
     const NAME: &'static str = "OffsetCommitRequest";
     const VERSIONS: VersionRange = VersionRange::new(2, 10);
     const FLEXIBLE_MIN: Option<i16> = Some(8);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for offset_commit::OffsetCommitResponse {
     const NAME: &'static str = "OffsetCommitResponse";
     const VERSIONS: VersionRange = VersionRange::new(2, 10);
     const FLEXIBLE_MIN: Option<i16> = Some(8);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for offset_commit::OffsetCommitRequest {
@@ -2188,12 +2728,20 @@ impl Message for offset_delete::OffsetDeleteRequest {
     const NAME: &'static str = "OffsetDeleteRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = None;
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for offset_delete::OffsetDeleteResponse {
     const NAME: &'static str = "OffsetDeleteResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = None;
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for offset_delete::OffsetDeleteRequest {
@@ -2205,12 +2753,20 @@ impl Message for offset_fetch::OffsetFetchRequest {
     const NAME: &'static str = "OffsetFetchRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 10);
     const FLEXIBLE_MIN: Option<i16> = Some(6);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for offset_fetch::OffsetFetchResponse {
     const NAME: &'static str = "OffsetFetchResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 10);
     const FLEXIBLE_MIN: Option<i16> = Some(6);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for offset_fetch::OffsetFetchRequest {
@@ -2222,12 +2778,20 @@ impl Message for offset_for_leader_epoch::OffsetForLeaderEpochRequest {
     const NAME: &'static str = "OffsetForLeaderEpochRequest";
     const VERSIONS: VersionRange = VersionRange::new(2, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for offset_for_leader_epoch::OffsetForLeaderEpochResponse {
     const NAME: &'static str = "OffsetForLeaderEpochResponse";
     const VERSIONS: VersionRange = VersionRange::new(2, 4);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for offset_for_leader_epoch::OffsetForLeaderEpochRequest {
@@ -2239,12 +2803,20 @@ impl Message for produce::ProduceRequest {
     const NAME: &'static str = "ProduceRequest";
     const VERSIONS: VersionRange = VersionRange::new(3, 13);
     const FLEXIBLE_MIN: Option<i16> = Some(9);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for produce::ProduceResponse {
     const NAME: &'static str = "ProduceResponse";
     const VERSIONS: VersionRange = VersionRange::new(3, 13);
     const FLEXIBLE_MIN: Option<i16> = Some(9);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for produce::ProduceRequest {
@@ -2256,12 +2828,20 @@ impl Message for push_telemetry::PushTelemetryRequest {
     const NAME: &'static str = "PushTelemetryRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for push_telemetry::PushTelemetryResponse {
     const NAME: &'static str = "PushTelemetryResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for push_telemetry::PushTelemetryRequest {
@@ -2273,12 +2853,20 @@ impl Message for read_share_group_state::ReadShareGroupStateRequest {
     const NAME: &'static str = "ReadShareGroupStateRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for read_share_group_state::ReadShareGroupStateResponse {
     const NAME: &'static str = "ReadShareGroupStateResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for read_share_group_state::ReadShareGroupStateRequest {
@@ -2290,12 +2878,20 @@ impl Message for read_share_group_state_summary::ReadShareGroupStateSummaryReque
     const NAME: &'static str = "ReadShareGroupStateSummaryRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for read_share_group_state_summary::ReadShareGroupStateSummaryResponse {
     const NAME: &'static str = "ReadShareGroupStateSummaryResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for read_share_group_state_summary::ReadShareGroupStateSummaryRequest {
@@ -2307,12 +2903,20 @@ impl Message for remove_raft_voter::RemoveRaftVoterRequest {
     const NAME: &'static str = "RemoveRaftVoterRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for remove_raft_voter::RemoveRaftVoterResponse {
     const NAME: &'static str = "RemoveRaftVoterResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for remove_raft_voter::RemoveRaftVoterRequest {
@@ -2324,12 +2928,20 @@ impl Message for renew_delegation_token::RenewDelegationTokenRequest {
     const NAME: &'static str = "RenewDelegationTokenRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for renew_delegation_token::RenewDelegationTokenResponse {
     const NAME: &'static str = "RenewDelegationTokenResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for renew_delegation_token::RenewDelegationTokenRequest {
@@ -2341,24 +2953,40 @@ impl Message for request_header::RequestHeader {
     const NAME: &'static str = "RequestHeader";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for response_header::ResponseHeader {
     const NAME: &'static str = "ResponseHeader";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for sasl_authenticate::SaslAuthenticateRequest {
     const NAME: &'static str = "SaslAuthenticateRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for sasl_authenticate::SaslAuthenticateResponse {
     const NAME: &'static str = "SaslAuthenticateResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(2);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for sasl_authenticate::SaslAuthenticateRequest {
@@ -2370,12 +2998,20 @@ impl Message for sasl_handshake::SaslHandshakeRequest {
     const NAME: &'static str = "SaslHandshakeRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = None;
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for sasl_handshake::SaslHandshakeResponse {
     const NAME: &'static str = "SaslHandshakeResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = None;
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for sasl_handshake::SaslHandshakeRequest {
@@ -2387,12 +3023,20 @@ impl Message for share_acknowledge::ShareAcknowledgeRequest {
     const NAME: &'static str = "ShareAcknowledgeRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for share_acknowledge::ShareAcknowledgeResponse {
     const NAME: &'static str = "ShareAcknowledgeResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for share_acknowledge::ShareAcknowledgeRequest {
@@ -2404,12 +3048,20 @@ impl Message for share_fetch::ShareFetchRequest {
     const NAME: &'static str = "ShareFetchRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for share_fetch::ShareFetchResponse {
     const NAME: &'static str = "ShareFetchResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for share_fetch::ShareFetchRequest {
@@ -2421,12 +3073,20 @@ impl Message for share_group_describe::ShareGroupDescribeRequest {
     const NAME: &'static str = "ShareGroupDescribeRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for share_group_describe::ShareGroupDescribeResponse {
     const NAME: &'static str = "ShareGroupDescribeResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for share_group_describe::ShareGroupDescribeRequest {
@@ -2438,12 +3098,20 @@ impl Message for share_group_heartbeat::ShareGroupHeartbeatRequest {
     const NAME: &'static str = "ShareGroupHeartbeatRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for share_group_heartbeat::ShareGroupHeartbeatResponse {
     const NAME: &'static str = "ShareGroupHeartbeatResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for share_group_heartbeat::ShareGroupHeartbeatRequest {
@@ -2455,24 +3123,40 @@ impl Message for snapshot_footer_record::SnapshotFooterRecord {
     const NAME: &'static str = "SnapshotFooterRecord";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for snapshot_header_record::SnapshotHeaderRecord {
     const NAME: &'static str = "SnapshotHeaderRecord";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for streams_group_describe::StreamsGroupDescribeRequest {
     const NAME: &'static str = "StreamsGroupDescribeRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for streams_group_describe::StreamsGroupDescribeResponse {
     const NAME: &'static str = "StreamsGroupDescribeResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for streams_group_describe::StreamsGroupDescribeRequest {
@@ -2484,12 +3168,20 @@ impl Message for streams_group_heartbeat::StreamsGroupHeartbeatRequest {
     const NAME: &'static str = "StreamsGroupHeartbeatRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for streams_group_heartbeat::StreamsGroupHeartbeatResponse {
     const NAME: &'static str = "StreamsGroupHeartbeatResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for streams_group_heartbeat::StreamsGroupHeartbeatRequest {
@@ -2501,12 +3193,20 @@ impl Message for sync_group::SyncGroupRequest {
     const NAME: &'static str = "SyncGroupRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for sync_group::SyncGroupResponse {
     const NAME: &'static str = "SyncGroupResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(4);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for sync_group::SyncGroupRequest {
@@ -2518,12 +3218,20 @@ impl Message for txn_offset_commit::TxnOffsetCommitRequest {
     const NAME: &'static str = "TxnOffsetCommitRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for txn_offset_commit::TxnOffsetCommitResponse {
     const NAME: &'static str = "TxnOffsetCommitResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 5);
     const FLEXIBLE_MIN: Option<i16> = Some(3);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for txn_offset_commit::TxnOffsetCommitRequest {
@@ -2535,12 +3243,20 @@ impl Message for unregister_broker::UnregisterBrokerRequest {
     const NAME: &'static str = "UnregisterBrokerRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for unregister_broker::UnregisterBrokerResponse {
     const NAME: &'static str = "UnregisterBrokerResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for unregister_broker::UnregisterBrokerRequest {
@@ -2552,12 +3268,20 @@ impl Message for update_features::UpdateFeaturesRequest {
     const NAME: &'static str = "UpdateFeaturesRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for update_features::UpdateFeaturesResponse {
     const NAME: &'static str = "UpdateFeaturesResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for update_features::UpdateFeaturesRequest {
@@ -2569,12 +3293,20 @@ impl Message for update_raft_voter::UpdateRaftVoterRequest {
     const NAME: &'static str = "UpdateRaftVoterRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for update_raft_voter::UpdateRaftVoterResponse {
     const NAME: &'static str = "UpdateRaftVoterResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for update_raft_voter::UpdateRaftVoterRequest {
@@ -2586,12 +3318,20 @@ impl Message for vote::VoteRequest {
     const NAME: &'static str = "VoteRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for vote::VoteResponse {
     const NAME: &'static str = "VoteResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for vote::VoteRequest {
@@ -2603,18 +3343,30 @@ impl Message for voters_record::VotersRecord {
     const NAME: &'static str = "VotersRecord";
     const VERSIONS: VersionRange = VersionRange::new(0, 0);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for write_share_group_state::WriteShareGroupStateRequest {
     const NAME: &'static str = "WriteShareGroupStateRequest";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for write_share_group_state::WriteShareGroupStateResponse {
     const NAME: &'static str = "WriteShareGroupStateResponse";
     const VERSIONS: VersionRange = VersionRange::new(0, 1);
     const FLEXIBLE_MIN: Option<i16> = Some(0);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for write_share_group_state::WriteShareGroupStateRequest {
@@ -2626,12 +3378,20 @@ impl Message for write_txn_markers::WriteTxnMarkersRequest {
     const NAME: &'static str = "WriteTxnMarkersRequest";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Message for write_txn_markers::WriteTxnMarkersResponse {
     const NAME: &'static str = "WriteTxnMarkersResponse";
     const VERSIONS: VersionRange = VersionRange::new(1, 2);
     const FLEXIBLE_MIN: Option<i16> = Some(1);
+
+    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
+        &self.unknown_tagged_fields
+    }
 }
 
 impl Request for write_txn_markers::WriteTxnMarkersRequest {
@@ -2657,185 +3417,513 @@ pub trait MessageVisitor {
 }
 
 /// Calls `visitor` with the message type of `key` and `direction`.
-pub fn visit_message<V: MessageVisitor>(key: ApiKey, direction: Direction, visitor: V) -> V::Output {
+pub fn visit_message<V: MessageVisitor>(
+    key: ApiKey,
+    direction: Direction,
+    visitor: V,
+) -> V::Output {
     match (key, direction) {
         (ApiKey::Produce, Direction::Request) => visitor.visit::<produce::ProduceRequest>(),
         (ApiKey::Produce, Direction::Response) => visitor.visit::<produce::ProduceResponse>(),
         (ApiKey::Fetch, Direction::Request) => visitor.visit::<fetch::FetchRequest>(),
         (ApiKey::Fetch, Direction::Response) => visitor.visit::<fetch::FetchResponse>(),
-        (ApiKey::ListOffsets, Direction::Request) => visitor.visit::<list_offsets::ListOffsetsRequest>(),
-        (ApiKey::ListOffsets, Direction::Response) => visitor.visit::<list_offsets::ListOffsetsResponse>(),
+        (ApiKey::ListOffsets, Direction::Request) => {
+            visitor.visit::<list_offsets::ListOffsetsRequest>()
+        }
+        (ApiKey::ListOffsets, Direction::Response) => {
+            visitor.visit::<list_offsets::ListOffsetsResponse>()
+        }
         (ApiKey::Metadata, Direction::Request) => visitor.visit::<metadata::MetadataRequest>(),
         (ApiKey::Metadata, Direction::Response) => visitor.visit::<metadata::MetadataResponse>(),
-        (ApiKey::OffsetCommit, Direction::Request) => visitor.visit::<offset_commit::OffsetCommitRequest>(),
-        (ApiKey::OffsetCommit, Direction::Response) => visitor.visit::<offset_commit::OffsetCommitResponse>(),
-        (ApiKey::OffsetFetch, Direction::Request) => visitor.visit::<offset_fetch::OffsetFetchRequest>(),
-        (ApiKey::OffsetFetch, Direction::Response) => visitor.visit::<offset_fetch::OffsetFetchResponse>(),
-        (ApiKey::FindCoordinator, Direction::Request) => visitor.visit::<find_coordinator::FindCoordinatorRequest>(),
-        (ApiKey::FindCoordinator, Direction::Response) => visitor.visit::<find_coordinator::FindCoordinatorResponse>(),
+        (ApiKey::OffsetCommit, Direction::Request) => {
+            visitor.visit::<offset_commit::OffsetCommitRequest>()
+        }
+        (ApiKey::OffsetCommit, Direction::Response) => {
+            visitor.visit::<offset_commit::OffsetCommitResponse>()
+        }
+        (ApiKey::OffsetFetch, Direction::Request) => {
+            visitor.visit::<offset_fetch::OffsetFetchRequest>()
+        }
+        (ApiKey::OffsetFetch, Direction::Response) => {
+            visitor.visit::<offset_fetch::OffsetFetchResponse>()
+        }
+        (ApiKey::FindCoordinator, Direction::Request) => {
+            visitor.visit::<find_coordinator::FindCoordinatorRequest>()
+        }
+        (ApiKey::FindCoordinator, Direction::Response) => {
+            visitor.visit::<find_coordinator::FindCoordinatorResponse>()
+        }
         (ApiKey::JoinGroup, Direction::Request) => visitor.visit::<join_group::JoinGroupRequest>(),
-        (ApiKey::JoinGroup, Direction::Response) => visitor.visit::<join_group::JoinGroupResponse>(),
+        (ApiKey::JoinGroup, Direction::Response) => {
+            visitor.visit::<join_group::JoinGroupResponse>()
+        }
         (ApiKey::Heartbeat, Direction::Request) => visitor.visit::<heartbeat::HeartbeatRequest>(),
         (ApiKey::Heartbeat, Direction::Response) => visitor.visit::<heartbeat::HeartbeatResponse>(),
-        (ApiKey::LeaveGroup, Direction::Request) => visitor.visit::<leave_group::LeaveGroupRequest>(),
-        (ApiKey::LeaveGroup, Direction::Response) => visitor.visit::<leave_group::LeaveGroupResponse>(),
+        (ApiKey::LeaveGroup, Direction::Request) => {
+            visitor.visit::<leave_group::LeaveGroupRequest>()
+        }
+        (ApiKey::LeaveGroup, Direction::Response) => {
+            visitor.visit::<leave_group::LeaveGroupResponse>()
+        }
         (ApiKey::SyncGroup, Direction::Request) => visitor.visit::<sync_group::SyncGroupRequest>(),
-        (ApiKey::SyncGroup, Direction::Response) => visitor.visit::<sync_group::SyncGroupResponse>(),
-        (ApiKey::DescribeGroups, Direction::Request) => visitor.visit::<describe_groups::DescribeGroupsRequest>(),
-        (ApiKey::DescribeGroups, Direction::Response) => visitor.visit::<describe_groups::DescribeGroupsResponse>(),
-        (ApiKey::ListGroups, Direction::Request) => visitor.visit::<list_groups::ListGroupsRequest>(),
-        (ApiKey::ListGroups, Direction::Response) => visitor.visit::<list_groups::ListGroupsResponse>(),
-        (ApiKey::SaslHandshake, Direction::Request) => visitor.visit::<sasl_handshake::SaslHandshakeRequest>(),
-        (ApiKey::SaslHandshake, Direction::Response) => visitor.visit::<sasl_handshake::SaslHandshakeResponse>(),
-        (ApiKey::ApiVersions, Direction::Request) => visitor.visit::<api_versions::ApiVersionsRequest>(),
-        (ApiKey::ApiVersions, Direction::Response) => visitor.visit::<api_versions::ApiVersionsResponse>(),
-        (ApiKey::CreateTopics, Direction::Request) => visitor.visit::<create_topics::CreateTopicsRequest>(),
-        (ApiKey::CreateTopics, Direction::Response) => visitor.visit::<create_topics::CreateTopicsResponse>(),
-        (ApiKey::DeleteTopics, Direction::Request) => visitor.visit::<delete_topics::DeleteTopicsRequest>(),
-        (ApiKey::DeleteTopics, Direction::Response) => visitor.visit::<delete_topics::DeleteTopicsResponse>(),
-        (ApiKey::DeleteRecords, Direction::Request) => visitor.visit::<delete_records::DeleteRecordsRequest>(),
-        (ApiKey::DeleteRecords, Direction::Response) => visitor.visit::<delete_records::DeleteRecordsResponse>(),
-        (ApiKey::InitProducerId, Direction::Request) => visitor.visit::<init_producer_id::InitProducerIdRequest>(),
-        (ApiKey::InitProducerId, Direction::Response) => visitor.visit::<init_producer_id::InitProducerIdResponse>(),
-        (ApiKey::OffsetForLeaderEpoch, Direction::Request) => visitor.visit::<offset_for_leader_epoch::OffsetForLeaderEpochRequest>(),
-        (ApiKey::OffsetForLeaderEpoch, Direction::Response) => visitor.visit::<offset_for_leader_epoch::OffsetForLeaderEpochResponse>(),
-        (ApiKey::AddPartitionsToTxn, Direction::Request) => visitor.visit::<add_partitions_to_txn::AddPartitionsToTxnRequest>(),
-        (ApiKey::AddPartitionsToTxn, Direction::Response) => visitor.visit::<add_partitions_to_txn::AddPartitionsToTxnResponse>(),
-        (ApiKey::AddOffsetsToTxn, Direction::Request) => visitor.visit::<add_offsets_to_txn::AddOffsetsToTxnRequest>(),
-        (ApiKey::AddOffsetsToTxn, Direction::Response) => visitor.visit::<add_offsets_to_txn::AddOffsetsToTxnResponse>(),
+        (ApiKey::SyncGroup, Direction::Response) => {
+            visitor.visit::<sync_group::SyncGroupResponse>()
+        }
+        (ApiKey::DescribeGroups, Direction::Request) => {
+            visitor.visit::<describe_groups::DescribeGroupsRequest>()
+        }
+        (ApiKey::DescribeGroups, Direction::Response) => {
+            visitor.visit::<describe_groups::DescribeGroupsResponse>()
+        }
+        (ApiKey::ListGroups, Direction::Request) => {
+            visitor.visit::<list_groups::ListGroupsRequest>()
+        }
+        (ApiKey::ListGroups, Direction::Response) => {
+            visitor.visit::<list_groups::ListGroupsResponse>()
+        }
+        (ApiKey::SaslHandshake, Direction::Request) => {
+            visitor.visit::<sasl_handshake::SaslHandshakeRequest>()
+        }
+        (ApiKey::SaslHandshake, Direction::Response) => {
+            visitor.visit::<sasl_handshake::SaslHandshakeResponse>()
+        }
+        (ApiKey::ApiVersions, Direction::Request) => {
+            visitor.visit::<api_versions::ApiVersionsRequest>()
+        }
+        (ApiKey::ApiVersions, Direction::Response) => {
+            visitor.visit::<api_versions::ApiVersionsResponse>()
+        }
+        (ApiKey::CreateTopics, Direction::Request) => {
+            visitor.visit::<create_topics::CreateTopicsRequest>()
+        }
+        (ApiKey::CreateTopics, Direction::Response) => {
+            visitor.visit::<create_topics::CreateTopicsResponse>()
+        }
+        (ApiKey::DeleteTopics, Direction::Request) => {
+            visitor.visit::<delete_topics::DeleteTopicsRequest>()
+        }
+        (ApiKey::DeleteTopics, Direction::Response) => {
+            visitor.visit::<delete_topics::DeleteTopicsResponse>()
+        }
+        (ApiKey::DeleteRecords, Direction::Request) => {
+            visitor.visit::<delete_records::DeleteRecordsRequest>()
+        }
+        (ApiKey::DeleteRecords, Direction::Response) => {
+            visitor.visit::<delete_records::DeleteRecordsResponse>()
+        }
+        (ApiKey::InitProducerId, Direction::Request) => {
+            visitor.visit::<init_producer_id::InitProducerIdRequest>()
+        }
+        (ApiKey::InitProducerId, Direction::Response) => {
+            visitor.visit::<init_producer_id::InitProducerIdResponse>()
+        }
+        (ApiKey::OffsetForLeaderEpoch, Direction::Request) => {
+            visitor.visit::<offset_for_leader_epoch::OffsetForLeaderEpochRequest>()
+        }
+        (ApiKey::OffsetForLeaderEpoch, Direction::Response) => {
+            visitor.visit::<offset_for_leader_epoch::OffsetForLeaderEpochResponse>()
+        }
+        (ApiKey::AddPartitionsToTxn, Direction::Request) => {
+            visitor.visit::<add_partitions_to_txn::AddPartitionsToTxnRequest>()
+        }
+        (ApiKey::AddPartitionsToTxn, Direction::Response) => {
+            visitor.visit::<add_partitions_to_txn::AddPartitionsToTxnResponse>()
+        }
+        (ApiKey::AddOffsetsToTxn, Direction::Request) => {
+            visitor.visit::<add_offsets_to_txn::AddOffsetsToTxnRequest>()
+        }
+        (ApiKey::AddOffsetsToTxn, Direction::Response) => {
+            visitor.visit::<add_offsets_to_txn::AddOffsetsToTxnResponse>()
+        }
         (ApiKey::EndTxn, Direction::Request) => visitor.visit::<end_txn::EndTxnRequest>(),
         (ApiKey::EndTxn, Direction::Response) => visitor.visit::<end_txn::EndTxnResponse>(),
-        (ApiKey::WriteTxnMarkers, Direction::Request) => visitor.visit::<write_txn_markers::WriteTxnMarkersRequest>(),
-        (ApiKey::WriteTxnMarkers, Direction::Response) => visitor.visit::<write_txn_markers::WriteTxnMarkersResponse>(),
-        (ApiKey::TxnOffsetCommit, Direction::Request) => visitor.visit::<txn_offset_commit::TxnOffsetCommitRequest>(),
-        (ApiKey::TxnOffsetCommit, Direction::Response) => visitor.visit::<txn_offset_commit::TxnOffsetCommitResponse>(),
-        (ApiKey::DescribeAcls, Direction::Request) => visitor.visit::<describe_acls::DescribeAclsRequest>(),
-        (ApiKey::DescribeAcls, Direction::Response) => visitor.visit::<describe_acls::DescribeAclsResponse>(),
-        (ApiKey::CreateAcls, Direction::Request) => visitor.visit::<create_acls::CreateAclsRequest>(),
-        (ApiKey::CreateAcls, Direction::Response) => visitor.visit::<create_acls::CreateAclsResponse>(),
-        (ApiKey::DeleteAcls, Direction::Request) => visitor.visit::<delete_acls::DeleteAclsRequest>(),
-        (ApiKey::DeleteAcls, Direction::Response) => visitor.visit::<delete_acls::DeleteAclsResponse>(),
-        (ApiKey::DescribeConfigs, Direction::Request) => visitor.visit::<describe_configs::DescribeConfigsRequest>(),
-        (ApiKey::DescribeConfigs, Direction::Response) => visitor.visit::<describe_configs::DescribeConfigsResponse>(),
-        (ApiKey::AlterConfigs, Direction::Request) => visitor.visit::<alter_configs::AlterConfigsRequest>(),
-        (ApiKey::AlterConfigs, Direction::Response) => visitor.visit::<alter_configs::AlterConfigsResponse>(),
-        (ApiKey::AlterReplicaLogDirs, Direction::Request) => visitor.visit::<alter_replica_log_dirs::AlterReplicaLogDirsRequest>(),
-        (ApiKey::AlterReplicaLogDirs, Direction::Response) => visitor.visit::<alter_replica_log_dirs::AlterReplicaLogDirsResponse>(),
-        (ApiKey::DescribeLogDirs, Direction::Request) => visitor.visit::<describe_log_dirs::DescribeLogDirsRequest>(),
-        (ApiKey::DescribeLogDirs, Direction::Response) => visitor.visit::<describe_log_dirs::DescribeLogDirsResponse>(),
-        (ApiKey::SaslAuthenticate, Direction::Request) => visitor.visit::<sasl_authenticate::SaslAuthenticateRequest>(),
-        (ApiKey::SaslAuthenticate, Direction::Response) => visitor.visit::<sasl_authenticate::SaslAuthenticateResponse>(),
-        (ApiKey::CreatePartitions, Direction::Request) => visitor.visit::<create_partitions::CreatePartitionsRequest>(),
-        (ApiKey::CreatePartitions, Direction::Response) => visitor.visit::<create_partitions::CreatePartitionsResponse>(),
-        (ApiKey::CreateDelegationToken, Direction::Request) => visitor.visit::<create_delegation_token::CreateDelegationTokenRequest>(),
-        (ApiKey::CreateDelegationToken, Direction::Response) => visitor.visit::<create_delegation_token::CreateDelegationTokenResponse>(),
-        (ApiKey::RenewDelegationToken, Direction::Request) => visitor.visit::<renew_delegation_token::RenewDelegationTokenRequest>(),
-        (ApiKey::RenewDelegationToken, Direction::Response) => visitor.visit::<renew_delegation_token::RenewDelegationTokenResponse>(),
-        (ApiKey::ExpireDelegationToken, Direction::Request) => visitor.visit::<expire_delegation_token::ExpireDelegationTokenRequest>(),
-        (ApiKey::ExpireDelegationToken, Direction::Response) => visitor.visit::<expire_delegation_token::ExpireDelegationTokenResponse>(),
-        (ApiKey::DescribeDelegationToken, Direction::Request) => visitor.visit::<describe_delegation_token::DescribeDelegationTokenRequest>(),
-        (ApiKey::DescribeDelegationToken, Direction::Response) => visitor.visit::<describe_delegation_token::DescribeDelegationTokenResponse>(),
-        (ApiKey::DeleteGroups, Direction::Request) => visitor.visit::<delete_groups::DeleteGroupsRequest>(),
-        (ApiKey::DeleteGroups, Direction::Response) => visitor.visit::<delete_groups::DeleteGroupsResponse>(),
-        (ApiKey::ElectLeaders, Direction::Request) => visitor.visit::<elect_leaders::ElectLeadersRequest>(),
-        (ApiKey::ElectLeaders, Direction::Response) => visitor.visit::<elect_leaders::ElectLeadersResponse>(),
-        (ApiKey::IncrementalAlterConfigs, Direction::Request) => visitor.visit::<incremental_alter_configs::IncrementalAlterConfigsRequest>(),
-        (ApiKey::IncrementalAlterConfigs, Direction::Response) => visitor.visit::<incremental_alter_configs::IncrementalAlterConfigsResponse>(),
-        (ApiKey::AlterPartitionReassignments, Direction::Request) => visitor.visit::<alter_partition_reassignments::AlterPartitionReassignmentsRequest>(),
-        (ApiKey::AlterPartitionReassignments, Direction::Response) => visitor.visit::<alter_partition_reassignments::AlterPartitionReassignmentsResponse>(),
-        (ApiKey::ListPartitionReassignments, Direction::Request) => visitor.visit::<list_partition_reassignments::ListPartitionReassignmentsRequest>(),
-        (ApiKey::ListPartitionReassignments, Direction::Response) => visitor.visit::<list_partition_reassignments::ListPartitionReassignmentsResponse>(),
-        (ApiKey::OffsetDelete, Direction::Request) => visitor.visit::<offset_delete::OffsetDeleteRequest>(),
-        (ApiKey::OffsetDelete, Direction::Response) => visitor.visit::<offset_delete::OffsetDeleteResponse>(),
-        (ApiKey::DescribeClientQuotas, Direction::Request) => visitor.visit::<describe_client_quotas::DescribeClientQuotasRequest>(),
-        (ApiKey::DescribeClientQuotas, Direction::Response) => visitor.visit::<describe_client_quotas::DescribeClientQuotasResponse>(),
-        (ApiKey::AlterClientQuotas, Direction::Request) => visitor.visit::<alter_client_quotas::AlterClientQuotasRequest>(),
-        (ApiKey::AlterClientQuotas, Direction::Response) => visitor.visit::<alter_client_quotas::AlterClientQuotasResponse>(),
-        (ApiKey::DescribeUserScramCredentials, Direction::Request) => visitor.visit::<describe_user_scram_credentials::DescribeUserScramCredentialsRequest>(),
-        (ApiKey::DescribeUserScramCredentials, Direction::Response) => visitor.visit::<describe_user_scram_credentials::DescribeUserScramCredentialsResponse>(),
-        (ApiKey::AlterUserScramCredentials, Direction::Request) => visitor.visit::<alter_user_scram_credentials::AlterUserScramCredentialsRequest>(),
-        (ApiKey::AlterUserScramCredentials, Direction::Response) => visitor.visit::<alter_user_scram_credentials::AlterUserScramCredentialsResponse>(),
+        (ApiKey::WriteTxnMarkers, Direction::Request) => {
+            visitor.visit::<write_txn_markers::WriteTxnMarkersRequest>()
+        }
+        (ApiKey::WriteTxnMarkers, Direction::Response) => {
+            visitor.visit::<write_txn_markers::WriteTxnMarkersResponse>()
+        }
+        (ApiKey::TxnOffsetCommit, Direction::Request) => {
+            visitor.visit::<txn_offset_commit::TxnOffsetCommitRequest>()
+        }
+        (ApiKey::TxnOffsetCommit, Direction::Response) => {
+            visitor.visit::<txn_offset_commit::TxnOffsetCommitResponse>()
+        }
+        (ApiKey::DescribeAcls, Direction::Request) => {
+            visitor.visit::<describe_acls::DescribeAclsRequest>()
+        }
+        (ApiKey::DescribeAcls, Direction::Response) => {
+            visitor.visit::<describe_acls::DescribeAclsResponse>()
+        }
+        (ApiKey::CreateAcls, Direction::Request) => {
+            visitor.visit::<create_acls::CreateAclsRequest>()
+        }
+        (ApiKey::CreateAcls, Direction::Response) => {
+            visitor.visit::<create_acls::CreateAclsResponse>()
+        }
+        (ApiKey::DeleteAcls, Direction::Request) => {
+            visitor.visit::<delete_acls::DeleteAclsRequest>()
+        }
+        (ApiKey::DeleteAcls, Direction::Response) => {
+            visitor.visit::<delete_acls::DeleteAclsResponse>()
+        }
+        (ApiKey::DescribeConfigs, Direction::Request) => {
+            visitor.visit::<describe_configs::DescribeConfigsRequest>()
+        }
+        (ApiKey::DescribeConfigs, Direction::Response) => {
+            visitor.visit::<describe_configs::DescribeConfigsResponse>()
+        }
+        (ApiKey::AlterConfigs, Direction::Request) => {
+            visitor.visit::<alter_configs::AlterConfigsRequest>()
+        }
+        (ApiKey::AlterConfigs, Direction::Response) => {
+            visitor.visit::<alter_configs::AlterConfigsResponse>()
+        }
+        (ApiKey::AlterReplicaLogDirs, Direction::Request) => {
+            visitor.visit::<alter_replica_log_dirs::AlterReplicaLogDirsRequest>()
+        }
+        (ApiKey::AlterReplicaLogDirs, Direction::Response) => {
+            visitor.visit::<alter_replica_log_dirs::AlterReplicaLogDirsResponse>()
+        }
+        (ApiKey::DescribeLogDirs, Direction::Request) => {
+            visitor.visit::<describe_log_dirs::DescribeLogDirsRequest>()
+        }
+        (ApiKey::DescribeLogDirs, Direction::Response) => {
+            visitor.visit::<describe_log_dirs::DescribeLogDirsResponse>()
+        }
+        (ApiKey::SaslAuthenticate, Direction::Request) => {
+            visitor.visit::<sasl_authenticate::SaslAuthenticateRequest>()
+        }
+        (ApiKey::SaslAuthenticate, Direction::Response) => {
+            visitor.visit::<sasl_authenticate::SaslAuthenticateResponse>()
+        }
+        (ApiKey::CreatePartitions, Direction::Request) => {
+            visitor.visit::<create_partitions::CreatePartitionsRequest>()
+        }
+        (ApiKey::CreatePartitions, Direction::Response) => {
+            visitor.visit::<create_partitions::CreatePartitionsResponse>()
+        }
+        (ApiKey::CreateDelegationToken, Direction::Request) => {
+            visitor.visit::<create_delegation_token::CreateDelegationTokenRequest>()
+        }
+        (ApiKey::CreateDelegationToken, Direction::Response) => {
+            visitor.visit::<create_delegation_token::CreateDelegationTokenResponse>()
+        }
+        (ApiKey::RenewDelegationToken, Direction::Request) => {
+            visitor.visit::<renew_delegation_token::RenewDelegationTokenRequest>()
+        }
+        (ApiKey::RenewDelegationToken, Direction::Response) => {
+            visitor.visit::<renew_delegation_token::RenewDelegationTokenResponse>()
+        }
+        (ApiKey::ExpireDelegationToken, Direction::Request) => {
+            visitor.visit::<expire_delegation_token::ExpireDelegationTokenRequest>()
+        }
+        (ApiKey::ExpireDelegationToken, Direction::Response) => {
+            visitor.visit::<expire_delegation_token::ExpireDelegationTokenResponse>()
+        }
+        (ApiKey::DescribeDelegationToken, Direction::Request) => {
+            visitor.visit::<describe_delegation_token::DescribeDelegationTokenRequest>()
+        }
+        (ApiKey::DescribeDelegationToken, Direction::Response) => {
+            visitor.visit::<describe_delegation_token::DescribeDelegationTokenResponse>()
+        }
+        (ApiKey::DeleteGroups, Direction::Request) => {
+            visitor.visit::<delete_groups::DeleteGroupsRequest>()
+        }
+        (ApiKey::DeleteGroups, Direction::Response) => {
+            visitor.visit::<delete_groups::DeleteGroupsResponse>()
+        }
+        (ApiKey::ElectLeaders, Direction::Request) => {
+            visitor.visit::<elect_leaders::ElectLeadersRequest>()
+        }
+        (ApiKey::ElectLeaders, Direction::Response) => {
+            visitor.visit::<elect_leaders::ElectLeadersResponse>()
+        }
+        (ApiKey::IncrementalAlterConfigs, Direction::Request) => {
+            visitor.visit::<incremental_alter_configs::IncrementalAlterConfigsRequest>()
+        }
+        (ApiKey::IncrementalAlterConfigs, Direction::Response) => {
+            visitor.visit::<incremental_alter_configs::IncrementalAlterConfigsResponse>()
+        }
+        (ApiKey::AlterPartitionReassignments, Direction::Request) => {
+            visitor.visit::<alter_partition_reassignments::AlterPartitionReassignmentsRequest>()
+        }
+        (ApiKey::AlterPartitionReassignments, Direction::Response) => {
+            visitor.visit::<alter_partition_reassignments::AlterPartitionReassignmentsResponse>()
+        }
+        (ApiKey::ListPartitionReassignments, Direction::Request) => {
+            visitor.visit::<list_partition_reassignments::ListPartitionReassignmentsRequest>()
+        }
+        (ApiKey::ListPartitionReassignments, Direction::Response) => {
+            visitor.visit::<list_partition_reassignments::ListPartitionReassignmentsResponse>()
+        }
+        (ApiKey::OffsetDelete, Direction::Request) => {
+            visitor.visit::<offset_delete::OffsetDeleteRequest>()
+        }
+        (ApiKey::OffsetDelete, Direction::Response) => {
+            visitor.visit::<offset_delete::OffsetDeleteResponse>()
+        }
+        (ApiKey::DescribeClientQuotas, Direction::Request) => {
+            visitor.visit::<describe_client_quotas::DescribeClientQuotasRequest>()
+        }
+        (ApiKey::DescribeClientQuotas, Direction::Response) => {
+            visitor.visit::<describe_client_quotas::DescribeClientQuotasResponse>()
+        }
+        (ApiKey::AlterClientQuotas, Direction::Request) => {
+            visitor.visit::<alter_client_quotas::AlterClientQuotasRequest>()
+        }
+        (ApiKey::AlterClientQuotas, Direction::Response) => {
+            visitor.visit::<alter_client_quotas::AlterClientQuotasResponse>()
+        }
+        (ApiKey::DescribeUserScramCredentials, Direction::Request) => {
+            visitor.visit::<describe_user_scram_credentials::DescribeUserScramCredentialsRequest>()
+        }
+        (ApiKey::DescribeUserScramCredentials, Direction::Response) => {
+            visitor.visit::<describe_user_scram_credentials::DescribeUserScramCredentialsResponse>()
+        }
+        (ApiKey::AlterUserScramCredentials, Direction::Request) => {
+            visitor.visit::<alter_user_scram_credentials::AlterUserScramCredentialsRequest>()
+        }
+        (ApiKey::AlterUserScramCredentials, Direction::Response) => {
+            visitor.visit::<alter_user_scram_credentials::AlterUserScramCredentialsResponse>()
+        }
         (ApiKey::Vote, Direction::Request) => visitor.visit::<vote::VoteRequest>(),
         (ApiKey::Vote, Direction::Response) => visitor.visit::<vote::VoteResponse>(),
-        (ApiKey::BeginQuorumEpoch, Direction::Request) => visitor.visit::<begin_quorum_epoch::BeginQuorumEpochRequest>(),
-        (ApiKey::BeginQuorumEpoch, Direction::Response) => visitor.visit::<begin_quorum_epoch::BeginQuorumEpochResponse>(),
-        (ApiKey::EndQuorumEpoch, Direction::Request) => visitor.visit::<end_quorum_epoch::EndQuorumEpochRequest>(),
-        (ApiKey::EndQuorumEpoch, Direction::Response) => visitor.visit::<end_quorum_epoch::EndQuorumEpochResponse>(),
-        (ApiKey::DescribeQuorum, Direction::Request) => visitor.visit::<describe_quorum::DescribeQuorumRequest>(),
-        (ApiKey::DescribeQuorum, Direction::Response) => visitor.visit::<describe_quorum::DescribeQuorumResponse>(),
-        (ApiKey::AlterPartition, Direction::Request) => visitor.visit::<alter_partition::AlterPartitionRequest>(),
-        (ApiKey::AlterPartition, Direction::Response) => visitor.visit::<alter_partition::AlterPartitionResponse>(),
-        (ApiKey::UpdateFeatures, Direction::Request) => visitor.visit::<update_features::UpdateFeaturesRequest>(),
-        (ApiKey::UpdateFeatures, Direction::Response) => visitor.visit::<update_features::UpdateFeaturesResponse>(),
+        (ApiKey::BeginQuorumEpoch, Direction::Request) => {
+            visitor.visit::<begin_quorum_epoch::BeginQuorumEpochRequest>()
+        }
+        (ApiKey::BeginQuorumEpoch, Direction::Response) => {
+            visitor.visit::<begin_quorum_epoch::BeginQuorumEpochResponse>()
+        }
+        (ApiKey::EndQuorumEpoch, Direction::Request) => {
+            visitor.visit::<end_quorum_epoch::EndQuorumEpochRequest>()
+        }
+        (ApiKey::EndQuorumEpoch, Direction::Response) => {
+            visitor.visit::<end_quorum_epoch::EndQuorumEpochResponse>()
+        }
+        (ApiKey::DescribeQuorum, Direction::Request) => {
+            visitor.visit::<describe_quorum::DescribeQuorumRequest>()
+        }
+        (ApiKey::DescribeQuorum, Direction::Response) => {
+            visitor.visit::<describe_quorum::DescribeQuorumResponse>()
+        }
+        (ApiKey::AlterPartition, Direction::Request) => {
+            visitor.visit::<alter_partition::AlterPartitionRequest>()
+        }
+        (ApiKey::AlterPartition, Direction::Response) => {
+            visitor.visit::<alter_partition::AlterPartitionResponse>()
+        }
+        (ApiKey::UpdateFeatures, Direction::Request) => {
+            visitor.visit::<update_features::UpdateFeaturesRequest>()
+        }
+        (ApiKey::UpdateFeatures, Direction::Response) => {
+            visitor.visit::<update_features::UpdateFeaturesResponse>()
+        }
         (ApiKey::Envelope, Direction::Request) => visitor.visit::<envelope::EnvelopeRequest>(),
         (ApiKey::Envelope, Direction::Response) => visitor.visit::<envelope::EnvelopeResponse>(),
-        (ApiKey::FetchSnapshot, Direction::Request) => visitor.visit::<fetch_snapshot::FetchSnapshotRequest>(),
-        (ApiKey::FetchSnapshot, Direction::Response) => visitor.visit::<fetch_snapshot::FetchSnapshotResponse>(),
-        (ApiKey::DescribeCluster, Direction::Request) => visitor.visit::<describe_cluster::DescribeClusterRequest>(),
-        (ApiKey::DescribeCluster, Direction::Response) => visitor.visit::<describe_cluster::DescribeClusterResponse>(),
-        (ApiKey::DescribeProducers, Direction::Request) => visitor.visit::<describe_producers::DescribeProducersRequest>(),
-        (ApiKey::DescribeProducers, Direction::Response) => visitor.visit::<describe_producers::DescribeProducersResponse>(),
-        (ApiKey::BrokerRegistration, Direction::Request) => visitor.visit::<broker_registration::BrokerRegistrationRequest>(),
-        (ApiKey::BrokerRegistration, Direction::Response) => visitor.visit::<broker_registration::BrokerRegistrationResponse>(),
-        (ApiKey::BrokerHeartbeat, Direction::Request) => visitor.visit::<broker_heartbeat::BrokerHeartbeatRequest>(),
-        (ApiKey::BrokerHeartbeat, Direction::Response) => visitor.visit::<broker_heartbeat::BrokerHeartbeatResponse>(),
-        (ApiKey::UnregisterBroker, Direction::Request) => visitor.visit::<unregister_broker::UnregisterBrokerRequest>(),
-        (ApiKey::UnregisterBroker, Direction::Response) => visitor.visit::<unregister_broker::UnregisterBrokerResponse>(),
-        (ApiKey::DescribeTransactions, Direction::Request) => visitor.visit::<describe_transactions::DescribeTransactionsRequest>(),
-        (ApiKey::DescribeTransactions, Direction::Response) => visitor.visit::<describe_transactions::DescribeTransactionsResponse>(),
-        (ApiKey::ListTransactions, Direction::Request) => visitor.visit::<list_transactions::ListTransactionsRequest>(),
-        (ApiKey::ListTransactions, Direction::Response) => visitor.visit::<list_transactions::ListTransactionsResponse>(),
-        (ApiKey::AllocateProducerIds, Direction::Request) => visitor.visit::<allocate_producer_ids::AllocateProducerIdsRequest>(),
-        (ApiKey::AllocateProducerIds, Direction::Response) => visitor.visit::<allocate_producer_ids::AllocateProducerIdsResponse>(),
-        (ApiKey::ConsumerGroupHeartbeat, Direction::Request) => visitor.visit::<consumer_group_heartbeat::ConsumerGroupHeartbeatRequest>(),
-        (ApiKey::ConsumerGroupHeartbeat, Direction::Response) => visitor.visit::<consumer_group_heartbeat::ConsumerGroupHeartbeatResponse>(),
-        (ApiKey::ConsumerGroupDescribe, Direction::Request) => visitor.visit::<consumer_group_describe::ConsumerGroupDescribeRequest>(),
-        (ApiKey::ConsumerGroupDescribe, Direction::Response) => visitor.visit::<consumer_group_describe::ConsumerGroupDescribeResponse>(),
-        (ApiKey::ControllerRegistration, Direction::Request) => visitor.visit::<controller_registration::ControllerRegistrationRequest>(),
-        (ApiKey::ControllerRegistration, Direction::Response) => visitor.visit::<controller_registration::ControllerRegistrationResponse>(),
-        (ApiKey::GetTelemetrySubscriptions, Direction::Request) => visitor.visit::<get_telemetry_subscriptions::GetTelemetrySubscriptionsRequest>(),
-        (ApiKey::GetTelemetrySubscriptions, Direction::Response) => visitor.visit::<get_telemetry_subscriptions::GetTelemetrySubscriptionsResponse>(),
-        (ApiKey::PushTelemetry, Direction::Request) => visitor.visit::<push_telemetry::PushTelemetryRequest>(),
-        (ApiKey::PushTelemetry, Direction::Response) => visitor.visit::<push_telemetry::PushTelemetryResponse>(),
-        (ApiKey::AssignReplicasToDirs, Direction::Request) => visitor.visit::<assign_replicas_to_dirs::AssignReplicasToDirsRequest>(),
-        (ApiKey::AssignReplicasToDirs, Direction::Response) => visitor.visit::<assign_replicas_to_dirs::AssignReplicasToDirsResponse>(),
-        (ApiKey::ListConfigResources, Direction::Request) => visitor.visit::<list_config_resources::ListConfigResourcesRequest>(),
-        (ApiKey::ListConfigResources, Direction::Response) => visitor.visit::<list_config_resources::ListConfigResourcesResponse>(),
-        (ApiKey::DescribeTopicPartitions, Direction::Request) => visitor.visit::<describe_topic_partitions::DescribeTopicPartitionsRequest>(),
-        (ApiKey::DescribeTopicPartitions, Direction::Response) => visitor.visit::<describe_topic_partitions::DescribeTopicPartitionsResponse>(),
-        (ApiKey::ShareGroupHeartbeat, Direction::Request) => visitor.visit::<share_group_heartbeat::ShareGroupHeartbeatRequest>(),
-        (ApiKey::ShareGroupHeartbeat, Direction::Response) => visitor.visit::<share_group_heartbeat::ShareGroupHeartbeatResponse>(),
-        (ApiKey::ShareGroupDescribe, Direction::Request) => visitor.visit::<share_group_describe::ShareGroupDescribeRequest>(),
-        (ApiKey::ShareGroupDescribe, Direction::Response) => visitor.visit::<share_group_describe::ShareGroupDescribeResponse>(),
-        (ApiKey::ShareFetch, Direction::Request) => visitor.visit::<share_fetch::ShareFetchRequest>(),
-        (ApiKey::ShareFetch, Direction::Response) => visitor.visit::<share_fetch::ShareFetchResponse>(),
-        (ApiKey::ShareAcknowledge, Direction::Request) => visitor.visit::<share_acknowledge::ShareAcknowledgeRequest>(),
-        (ApiKey::ShareAcknowledge, Direction::Response) => visitor.visit::<share_acknowledge::ShareAcknowledgeResponse>(),
-        (ApiKey::AddRaftVoter, Direction::Request) => visitor.visit::<add_raft_voter::AddRaftVoterRequest>(),
-        (ApiKey::AddRaftVoter, Direction::Response) => visitor.visit::<add_raft_voter::AddRaftVoterResponse>(),
-        (ApiKey::RemoveRaftVoter, Direction::Request) => visitor.visit::<remove_raft_voter::RemoveRaftVoterRequest>(),
-        (ApiKey::RemoveRaftVoter, Direction::Response) => visitor.visit::<remove_raft_voter::RemoveRaftVoterResponse>(),
-        (ApiKey::UpdateRaftVoter, Direction::Request) => visitor.visit::<update_raft_voter::UpdateRaftVoterRequest>(),
-        (ApiKey::UpdateRaftVoter, Direction::Response) => visitor.visit::<update_raft_voter::UpdateRaftVoterResponse>(),
-        (ApiKey::InitializeShareGroupState, Direction::Request) => visitor.visit::<initialize_share_group_state::InitializeShareGroupStateRequest>(),
-        (ApiKey::InitializeShareGroupState, Direction::Response) => visitor.visit::<initialize_share_group_state::InitializeShareGroupStateResponse>(),
-        (ApiKey::ReadShareGroupState, Direction::Request) => visitor.visit::<read_share_group_state::ReadShareGroupStateRequest>(),
-        (ApiKey::ReadShareGroupState, Direction::Response) => visitor.visit::<read_share_group_state::ReadShareGroupStateResponse>(),
-        (ApiKey::WriteShareGroupState, Direction::Request) => visitor.visit::<write_share_group_state::WriteShareGroupStateRequest>(),
-        (ApiKey::WriteShareGroupState, Direction::Response) => visitor.visit::<write_share_group_state::WriteShareGroupStateResponse>(),
-        (ApiKey::DeleteShareGroupState, Direction::Request) => visitor.visit::<delete_share_group_state::DeleteShareGroupStateRequest>(),
-        (ApiKey::DeleteShareGroupState, Direction::Response) => visitor.visit::<delete_share_group_state::DeleteShareGroupStateResponse>(),
-        (ApiKey::ReadShareGroupStateSummary, Direction::Request) => visitor.visit::<read_share_group_state_summary::ReadShareGroupStateSummaryRequest>(),
-        (ApiKey::ReadShareGroupStateSummary, Direction::Response) => visitor.visit::<read_share_group_state_summary::ReadShareGroupStateSummaryResponse>(),
-        (ApiKey::StreamsGroupHeartbeat, Direction::Request) => visitor.visit::<streams_group_heartbeat::StreamsGroupHeartbeatRequest>(),
-        (ApiKey::StreamsGroupHeartbeat, Direction::Response) => visitor.visit::<streams_group_heartbeat::StreamsGroupHeartbeatResponse>(),
-        (ApiKey::StreamsGroupDescribe, Direction::Request) => visitor.visit::<streams_group_describe::StreamsGroupDescribeRequest>(),
-        (ApiKey::StreamsGroupDescribe, Direction::Response) => visitor.visit::<streams_group_describe::StreamsGroupDescribeResponse>(),
-        (ApiKey::DescribeShareGroupOffsets, Direction::Request) => visitor.visit::<describe_share_group_offsets::DescribeShareGroupOffsetsRequest>(),
-        (ApiKey::DescribeShareGroupOffsets, Direction::Response) => visitor.visit::<describe_share_group_offsets::DescribeShareGroupOffsetsResponse>(),
-        (ApiKey::AlterShareGroupOffsets, Direction::Request) => visitor.visit::<alter_share_group_offsets::AlterShareGroupOffsetsRequest>(),
-        (ApiKey::AlterShareGroupOffsets, Direction::Response) => visitor.visit::<alter_share_group_offsets::AlterShareGroupOffsetsResponse>(),
-        (ApiKey::DeleteShareGroupOffsets, Direction::Request) => visitor.visit::<delete_share_group_offsets::DeleteShareGroupOffsetsRequest>(),
-        (ApiKey::DeleteShareGroupOffsets, Direction::Response) => visitor.visit::<delete_share_group_offsets::DeleteShareGroupOffsetsResponse>(),
+        (ApiKey::FetchSnapshot, Direction::Request) => {
+            visitor.visit::<fetch_snapshot::FetchSnapshotRequest>()
+        }
+        (ApiKey::FetchSnapshot, Direction::Response) => {
+            visitor.visit::<fetch_snapshot::FetchSnapshotResponse>()
+        }
+        (ApiKey::DescribeCluster, Direction::Request) => {
+            visitor.visit::<describe_cluster::DescribeClusterRequest>()
+        }
+        (ApiKey::DescribeCluster, Direction::Response) => {
+            visitor.visit::<describe_cluster::DescribeClusterResponse>()
+        }
+        (ApiKey::DescribeProducers, Direction::Request) => {
+            visitor.visit::<describe_producers::DescribeProducersRequest>()
+        }
+        (ApiKey::DescribeProducers, Direction::Response) => {
+            visitor.visit::<describe_producers::DescribeProducersResponse>()
+        }
+        (ApiKey::BrokerRegistration, Direction::Request) => {
+            visitor.visit::<broker_registration::BrokerRegistrationRequest>()
+        }
+        (ApiKey::BrokerRegistration, Direction::Response) => {
+            visitor.visit::<broker_registration::BrokerRegistrationResponse>()
+        }
+        (ApiKey::BrokerHeartbeat, Direction::Request) => {
+            visitor.visit::<broker_heartbeat::BrokerHeartbeatRequest>()
+        }
+        (ApiKey::BrokerHeartbeat, Direction::Response) => {
+            visitor.visit::<broker_heartbeat::BrokerHeartbeatResponse>()
+        }
+        (ApiKey::UnregisterBroker, Direction::Request) => {
+            visitor.visit::<unregister_broker::UnregisterBrokerRequest>()
+        }
+        (ApiKey::UnregisterBroker, Direction::Response) => {
+            visitor.visit::<unregister_broker::UnregisterBrokerResponse>()
+        }
+        (ApiKey::DescribeTransactions, Direction::Request) => {
+            visitor.visit::<describe_transactions::DescribeTransactionsRequest>()
+        }
+        (ApiKey::DescribeTransactions, Direction::Response) => {
+            visitor.visit::<describe_transactions::DescribeTransactionsResponse>()
+        }
+        (ApiKey::ListTransactions, Direction::Request) => {
+            visitor.visit::<list_transactions::ListTransactionsRequest>()
+        }
+        (ApiKey::ListTransactions, Direction::Response) => {
+            visitor.visit::<list_transactions::ListTransactionsResponse>()
+        }
+        (ApiKey::AllocateProducerIds, Direction::Request) => {
+            visitor.visit::<allocate_producer_ids::AllocateProducerIdsRequest>()
+        }
+        (ApiKey::AllocateProducerIds, Direction::Response) => {
+            visitor.visit::<allocate_producer_ids::AllocateProducerIdsResponse>()
+        }
+        (ApiKey::ConsumerGroupHeartbeat, Direction::Request) => {
+            visitor.visit::<consumer_group_heartbeat::ConsumerGroupHeartbeatRequest>()
+        }
+        (ApiKey::ConsumerGroupHeartbeat, Direction::Response) => {
+            visitor.visit::<consumer_group_heartbeat::ConsumerGroupHeartbeatResponse>()
+        }
+        (ApiKey::ConsumerGroupDescribe, Direction::Request) => {
+            visitor.visit::<consumer_group_describe::ConsumerGroupDescribeRequest>()
+        }
+        (ApiKey::ConsumerGroupDescribe, Direction::Response) => {
+            visitor.visit::<consumer_group_describe::ConsumerGroupDescribeResponse>()
+        }
+        (ApiKey::ControllerRegistration, Direction::Request) => {
+            visitor.visit::<controller_registration::ControllerRegistrationRequest>()
+        }
+        (ApiKey::ControllerRegistration, Direction::Response) => {
+            visitor.visit::<controller_registration::ControllerRegistrationResponse>()
+        }
+        (ApiKey::GetTelemetrySubscriptions, Direction::Request) => {
+            visitor.visit::<get_telemetry_subscriptions::GetTelemetrySubscriptionsRequest>()
+        }
+        (ApiKey::GetTelemetrySubscriptions, Direction::Response) => {
+            visitor.visit::<get_telemetry_subscriptions::GetTelemetrySubscriptionsResponse>()
+        }
+        (ApiKey::PushTelemetry, Direction::Request) => {
+            visitor.visit::<push_telemetry::PushTelemetryRequest>()
+        }
+        (ApiKey::PushTelemetry, Direction::Response) => {
+            visitor.visit::<push_telemetry::PushTelemetryResponse>()
+        }
+        (ApiKey::AssignReplicasToDirs, Direction::Request) => {
+            visitor.visit::<assign_replicas_to_dirs::AssignReplicasToDirsRequest>()
+        }
+        (ApiKey::AssignReplicasToDirs, Direction::Response) => {
+            visitor.visit::<assign_replicas_to_dirs::AssignReplicasToDirsResponse>()
+        }
+        (ApiKey::ListConfigResources, Direction::Request) => {
+            visitor.visit::<list_config_resources::ListConfigResourcesRequest>()
+        }
+        (ApiKey::ListConfigResources, Direction::Response) => {
+            visitor.visit::<list_config_resources::ListConfigResourcesResponse>()
+        }
+        (ApiKey::DescribeTopicPartitions, Direction::Request) => {
+            visitor.visit::<describe_topic_partitions::DescribeTopicPartitionsRequest>()
+        }
+        (ApiKey::DescribeTopicPartitions, Direction::Response) => {
+            visitor.visit::<describe_topic_partitions::DescribeTopicPartitionsResponse>()
+        }
+        (ApiKey::ShareGroupHeartbeat, Direction::Request) => {
+            visitor.visit::<share_group_heartbeat::ShareGroupHeartbeatRequest>()
+        }
+        (ApiKey::ShareGroupHeartbeat, Direction::Response) => {
+            visitor.visit::<share_group_heartbeat::ShareGroupHeartbeatResponse>()
+        }
+        (ApiKey::ShareGroupDescribe, Direction::Request) => {
+            visitor.visit::<share_group_describe::ShareGroupDescribeRequest>()
+        }
+        (ApiKey::ShareGroupDescribe, Direction::Response) => {
+            visitor.visit::<share_group_describe::ShareGroupDescribeResponse>()
+        }
+        (ApiKey::ShareFetch, Direction::Request) => {
+            visitor.visit::<share_fetch::ShareFetchRequest>()
+        }
+        (ApiKey::ShareFetch, Direction::Response) => {
+            visitor.visit::<share_fetch::ShareFetchResponse>()
+        }
+        (ApiKey::ShareAcknowledge, Direction::Request) => {
+            visitor.visit::<share_acknowledge::ShareAcknowledgeRequest>()
+        }
+        (ApiKey::ShareAcknowledge, Direction::Response) => {
+            visitor.visit::<share_acknowledge::ShareAcknowledgeResponse>()
+        }
+        (ApiKey::AddRaftVoter, Direction::Request) => {
+            visitor.visit::<add_raft_voter::AddRaftVoterRequest>()
+        }
+        (ApiKey::AddRaftVoter, Direction::Response) => {
+            visitor.visit::<add_raft_voter::AddRaftVoterResponse>()
+        }
+        (ApiKey::RemoveRaftVoter, Direction::Request) => {
+            visitor.visit::<remove_raft_voter::RemoveRaftVoterRequest>()
+        }
+        (ApiKey::RemoveRaftVoter, Direction::Response) => {
+            visitor.visit::<remove_raft_voter::RemoveRaftVoterResponse>()
+        }
+        (ApiKey::UpdateRaftVoter, Direction::Request) => {
+            visitor.visit::<update_raft_voter::UpdateRaftVoterRequest>()
+        }
+        (ApiKey::UpdateRaftVoter, Direction::Response) => {
+            visitor.visit::<update_raft_voter::UpdateRaftVoterResponse>()
+        }
+        (ApiKey::InitializeShareGroupState, Direction::Request) => {
+            visitor.visit::<initialize_share_group_state::InitializeShareGroupStateRequest>()
+        }
+        (ApiKey::InitializeShareGroupState, Direction::Response) => {
+            visitor.visit::<initialize_share_group_state::InitializeShareGroupStateResponse>()
+        }
+        (ApiKey::ReadShareGroupState, Direction::Request) => {
+            visitor.visit::<read_share_group_state::ReadShareGroupStateRequest>()
+        }
+        (ApiKey::ReadShareGroupState, Direction::Response) => {
+            visitor.visit::<read_share_group_state::ReadShareGroupStateResponse>()
+        }
+        (ApiKey::WriteShareGroupState, Direction::Request) => {
+            visitor.visit::<write_share_group_state::WriteShareGroupStateRequest>()
+        }
+        (ApiKey::WriteShareGroupState, Direction::Response) => {
+            visitor.visit::<write_share_group_state::WriteShareGroupStateResponse>()
+        }
+        (ApiKey::DeleteShareGroupState, Direction::Request) => {
+            visitor.visit::<delete_share_group_state::DeleteShareGroupStateRequest>()
+        }
+        (ApiKey::DeleteShareGroupState, Direction::Response) => {
+            visitor.visit::<delete_share_group_state::DeleteShareGroupStateResponse>()
+        }
+        (ApiKey::ReadShareGroupStateSummary, Direction::Request) => {
+            visitor.visit::<read_share_group_state_summary::ReadShareGroupStateSummaryRequest>()
+        }
+        (ApiKey::ReadShareGroupStateSummary, Direction::Response) => {
+            visitor.visit::<read_share_group_state_summary::ReadShareGroupStateSummaryResponse>()
+        }
+        (ApiKey::StreamsGroupHeartbeat, Direction::Request) => {
+            visitor.visit::<streams_group_heartbeat::StreamsGroupHeartbeatRequest>()
+        }
+        (ApiKey::StreamsGroupHeartbeat, Direction::Response) => {
+            visitor.visit::<streams_group_heartbeat::StreamsGroupHeartbeatResponse>()
+        }
+        (ApiKey::StreamsGroupDescribe, Direction::Request) => {
+            visitor.visit::<streams_group_describe::StreamsGroupDescribeRequest>()
+        }
+        (ApiKey::StreamsGroupDescribe, Direction::Response) => {
+            visitor.visit::<streams_group_describe::StreamsGroupDescribeResponse>()
+        }
+        (ApiKey::DescribeShareGroupOffsets, Direction::Request) => {
+            visitor.visit::<describe_share_group_offsets::DescribeShareGroupOffsetsRequest>()
+        }
+        (ApiKey::DescribeShareGroupOffsets, Direction::Response) => {
+            visitor.visit::<describe_share_group_offsets::DescribeShareGroupOffsetsResponse>()
+        }
+        (ApiKey::AlterShareGroupOffsets, Direction::Request) => {
+            visitor.visit::<alter_share_group_offsets::AlterShareGroupOffsetsRequest>()
+        }
+        (ApiKey::AlterShareGroupOffsets, Direction::Response) => {
+            visitor.visit::<alter_share_group_offsets::AlterShareGroupOffsetsResponse>()
+        }
+        (ApiKey::DeleteShareGroupOffsets, Direction::Request) => {
+            visitor.visit::<delete_share_group_offsets::DeleteShareGroupOffsetsRequest>()
+        }
+        (ApiKey::DeleteShareGroupOffsets, Direction::Response) => {
+            visitor.visit::<delete_share_group_offsets::DeleteShareGroupOffsetsResponse>()
+        }
     }
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `OffsetCommitRequest`, versions 2-10, flexible in 8-10.
     #[derive(Debug, Clone, PartialEq)]
@@ -56,17 +56,46 @@ pub mod request {
             wire::put_str(s, &self.group_id, flexible)?;
             wire::put_i32(s, *&self.generation_id_or_member_epoch);
             wire::put_str(s, &self.member_id, flexible)?;
-            if version >= 7 { match &self.group_instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 7 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "GroupInstanceId", version }); } } } }
-            if !(version >= 7) && self.group_instance_id != None { return Err(EncodeError::FieldNotInVersion { field: "GroupInstanceId", version }); }
-            if version <= 4 { wire::put_i64(s, *&self.retention_time_ms); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            if version >= 7 {
+                match &self.group_instance_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 7 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "GroupInstanceId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 7) && self.group_instance_id != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "GroupInstanceId",
+                    version,
+                });
+            }
+            if version <= 4 {
+                wire::put_i64(s, *&self.retention_time_ms);
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -80,14 +109,31 @@ pub mod request {
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
             this.generation_id_or_member_epoch = wire::get_i32(b)?;
             this.member_id = wire::get_str(b, flexible, "MemberId")?;
-            if version >= 7 { this.group_instance_id = if version >= 7 { wire::get_opt_str(b, flexible, "GroupInstanceId")? } else { Some(wire::get_str(b, flexible, "GroupInstanceId")?) }; }
-            if version <= 4 { this.retention_time_ms = wire::get_i64(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetCommitRequestTopic::decode(b, version)?); } v };
+            if version >= 7 {
+                this.group_instance_id = if version >= 7 {
+                    wire::get_opt_str(b, flexible, "GroupInstanceId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "GroupInstanceId")?)
+                };
+            }
+            if version <= 4 {
+                this.retention_time_ms = wire::get_i64(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetCommitRequestTopic::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -100,12 +146,42 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("generationIdOrMemberEpoch".into(), Value::from(*&self.generation_id_or_member_epoch));
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
-            if version >= 7 { m.insert("groupInstanceId".into(), match &self.group_instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version <= 4 { m.insert("retentionTimeMs".into(), Value::from(*&self.retention_time_ms)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "generationIdOrMemberEpoch".into(),
+                Value::from(*&self.generation_id_or_member_epoch),
+            );
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
+            if version >= 7 {
+                m.insert(
+                    "groupInstanceId".into(),
+                    match &self.group_instance_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version <= 4 {
+                m.insert(
+                    "retentionTimeMs".into(),
+                    Value::from(*&self.retention_time_ms),
+                );
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -115,10 +191,25 @@ pub mod request {
             this.group_id = r.string();
             this.generation_id_or_member_epoch = r.i32();
             this.member_id = r.string();
-            if version >= 7 { this.group_instance_id = if (version >= 7) && r.null() { None } else { Some(r.string()) }; }
-            if version <= 4 { this.retention_time_ms = r.i64(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| OffsetCommitRequestTopic::sample(r, version)).collect() };
-            if version >= 8 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 7 {
+                this.group_instance_id = if (version >= 7) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version <= 4 {
+                this.retention_time_ms = r.i64();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetCommitRequestTopic::sample(r, version))
+                    .collect()
+            };
+            if version >= 8 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -151,16 +242,26 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 8;
-            if version <= 9 { wire::put_str(s, &self.name, flexible)?; }
-            if version >= 10 { wire::put_uuid(s, &self.topic_id); }
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            if version <= 9 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if version >= 10 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -171,14 +272,27 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 8;
             let mut this = Self::default();
-            if version <= 9 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 10 { this.topic_id = wire::get_uuid(b)?; }
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetCommitRequestPartition::decode(b, version)?); } v };
+            if version <= 9 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 10 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetCommitRequestPartition::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -191,19 +305,45 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 9 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 10 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            if version <= 9 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 10 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 9 { this.name = r.string(); }
-            if version >= 10 { this.topic_id = r.uuid(); }
-            this.partitions = { let n = r.len(); (0..n).map(|_| OffsetCommitRequestPartition::sample(r, version)).collect() };
-            if version >= 8 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 9 {
+                this.name = r.string();
+            }
+            if version >= 10 {
+                this.topic_id = r.uuid();
+            }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetCommitRequestPartition::sample(r, version))
+                    .collect()
+            };
+            if version >= 8 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -241,15 +381,27 @@ pub mod request {
             let flexible = version >= 8;
             wire::put_i32(s, *&self.partition_index);
             wire::put_i64(s, *&self.committed_offset);
-            if version >= 6 { wire::put_i32(s, *&self.committed_leader_epoch); }
-            match &self.committed_metadata { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            if version >= 6 {
+                wire::put_i32(s, *&self.committed_leader_epoch);
+            }
+            match &self.committed_metadata {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -262,13 +414,17 @@ pub mod request {
             let mut this = Self::default();
             this.partition_index = wire::get_i32(b)?;
             this.committed_offset = wire::get_i64(b)?;
-            if version >= 6 { this.committed_leader_epoch = wire::get_i32(b)?; }
+            if version >= 6 {
+                this.committed_leader_epoch = wire::get_i32(b)?;
+            }
             this.committed_metadata = wire::get_opt_str(b, flexible, "CommittedMetadata")?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -282,9 +438,23 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
-            m.insert("committedOffset".into(), Value::from(*&self.committed_offset));
-            if version >= 6 { m.insert("committedLeaderEpoch".into(), Value::from(*&self.committed_leader_epoch)); }
-            m.insert("committedMetadata".into(), match &self.committed_metadata { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "committedOffset".into(),
+                Value::from(*&self.committed_offset),
+            );
+            if version >= 6 {
+                m.insert(
+                    "committedLeaderEpoch".into(),
+                    Value::from(*&self.committed_leader_epoch),
+                );
+            }
+            m.insert(
+                "committedMetadata".into(),
+                match &self.committed_metadata {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -293,13 +463,20 @@ pub mod request {
             let mut this = Self::default();
             this.partition_index = r.i32();
             this.committed_offset = r.i64();
-            if version >= 6 { this.committed_leader_epoch = r.i32(); }
-            this.committed_metadata = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 8 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 6 {
+                this.committed_leader_epoch = r.i32();
+            }
+            this.committed_metadata = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 8 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `OffsetCommitResponse`.
@@ -309,10 +486,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `OffsetCommitResponse`, versions 2-10, flexible in 8-10.
     #[derive(Debug, Clone, PartialEq)]
@@ -339,15 +516,23 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 8;
-            if version >= 3 { wire::put_i32(s, *&self.throttle_time_ms); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            if version >= 3 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -358,13 +543,24 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 8;
             let mut this = Self::default();
-            if version >= 3 { this.throttle_time_ms = wire::get_i32(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetCommitResponseTopic::decode(b, version)?); } v };
+            if version >= 3 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetCommitResponseTopic::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -377,17 +573,39 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            if version >= 3 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.throttle_time_ms = r.i32(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| OffsetCommitResponseTopic::sample(r, version)).collect() };
-            if version >= 8 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.throttle_time_ms = r.i32();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetCommitResponseTopic::sample(r, version))
+                    .collect()
+            };
+            if version >= 8 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -420,16 +638,26 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 8;
-            if version <= 9 { wire::put_str(s, &self.name, flexible)?; }
-            if version >= 10 { wire::put_uuid(s, &self.topic_id); }
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            if version <= 9 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if version >= 10 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -440,14 +668,27 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 8;
             let mut this = Self::default();
-            if version <= 9 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 10 { this.topic_id = wire::get_uuid(b)?; }
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetCommitResponsePartition::decode(b, version)?); } v };
+            if version <= 9 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 10 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetCommitResponsePartition::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -460,19 +701,45 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 9 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 10 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            if version <= 9 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 10 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 9 { this.name = r.string(); }
-            if version >= 10 { this.topic_id = r.uuid(); }
-            this.partitions = { let n = r.len(); (0..n).map(|_| OffsetCommitResponsePartition::sample(r, version)).collect() };
-            if version >= 8 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 9 {
+                this.name = r.string();
+            }
+            if version >= 10 {
+                this.topic_id = r.uuid();
+            }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetCommitResponsePartition::sample(r, version))
+                    .collect()
+            };
+            if version >= 8 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -510,7 +777,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -527,7 +797,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -550,9 +822,10 @@ pub mod response {
             let mut this = Self::default();
             this.partition_index = r.i32();
             this.error_code = r.i16();
-            if version >= 8 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 8 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

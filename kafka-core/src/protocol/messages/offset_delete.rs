@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `OffsetDeleteRequest`, versions 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,9 +41,15 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             wire::put_str(s, &self.group_id, false)?;
-            wire::put_array_len(s, (&self.topics).len(), false)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), false)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -54,7 +60,14 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let mut this = Self::default();
             this.group_id = wire::get_str(b, false, "GroupId")?;
-            this.topics = { let n = wire::get_array_len(b, false, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetDeleteRequestTopic::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, false, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetDeleteRequestTopic::decode(b, version)?);
+                }
+                v
+            };
             Ok(this)
         }
     }
@@ -64,8 +77,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -73,7 +97,12 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.group_id = r.string();
-            this.topics = { let n = r.len(); (0..n).map(|_| OffsetDeleteRequestTopic::sample(r, version)).collect() };
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetDeleteRequestTopic::sample(r, version))
+                    .collect()
+            };
             this
         }
     }
@@ -103,9 +132,15 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             wire::put_str(s, &self.name, false)?;
-            wire::put_array_len(s, (&self.partitions).len(), false)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), false)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -116,7 +151,14 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let mut this = Self::default();
             this.name = wire::get_str(b, false, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, false, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetDeleteRequestPartition::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, false, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetDeleteRequestPartition::decode(b, version)?);
+                }
+                v
+            };
             Ok(this)
         }
     }
@@ -127,7 +169,15 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -135,7 +185,12 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| OffsetDeleteRequestPartition::sample(r, version)).collect() };
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetDeleteRequestPartition::sample(r, version))
+                    .collect()
+            };
             this
         }
     }
@@ -163,7 +218,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             wire::put_i32(s, *&self.partition_index);
             if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -194,7 +252,6 @@ pub mod request {
             this
         }
     }
-
 }
 
 /// Types of the `OffsetDeleteResponse`.
@@ -204,10 +261,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `OffsetDeleteResponse`, versions 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -238,9 +295,15 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             wire::put_i16(s, *&self.error_code);
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.topics).len(), false)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), false)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -252,7 +315,14 @@ pub mod response {
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.topics = { let n = wire::get_array_len(b, false, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetDeleteResponseTopic::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, false, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetDeleteResponseTopic::decode(b, version)?);
+                }
+                v
+            };
             Ok(this)
         }
     }
@@ -263,8 +333,19 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -273,7 +354,12 @@ pub mod response {
             let mut this = Self::default();
             this.error_code = r.i16();
             this.throttle_time_ms = r.i32();
-            this.topics = { let n = r.len(); (0..n).map(|_| OffsetDeleteResponseTopic::sample(r, version)).collect() };
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetDeleteResponseTopic::sample(r, version))
+                    .collect()
+            };
             this
         }
     }
@@ -303,9 +389,15 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             wire::put_str(s, &self.name, false)?;
-            wire::put_array_len(s, (&self.partitions).len(), false)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), false)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -316,7 +408,14 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let mut this = Self::default();
             this.name = wire::get_str(b, false, "Name")?;
-            this.partitions = { let n = wire::get_array_len(b, false, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetDeleteResponsePartition::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, false, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetDeleteResponsePartition::decode(b, version)?);
+                }
+                v
+            };
             Ok(this)
         }
     }
@@ -327,7 +426,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -335,7 +442,12 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| OffsetDeleteResponsePartition::sample(r, version)).collect() };
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetDeleteResponsePartition::sample(r, version))
+                    .collect()
+            };
             this
         }
     }
@@ -367,7 +479,10 @@ pub mod response {
             wire::put_i32(s, *&self.partition_index);
             wire::put_i16(s, *&self.error_code);
             if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -401,5 +516,4 @@ pub mod response {
             this
         }
     }
-
 }

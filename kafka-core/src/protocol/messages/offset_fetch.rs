@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `OffsetFetchRequest`, versions 1-10, flexible in 6-10.
     #[derive(Debug, Clone, PartialEq)]
@@ -47,21 +47,72 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version <= 7 { wire::put_str(s, &self.group_id, flexible)?; }
-            if !(version <= 7) && !self.group_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "GroupId", version }); }
-            if version <= 7 { match &self.topics { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { if (2..=7).contains(&version) { wire::put_null_len(s, flexible); } else { return Err(EncodeError::NullNotAllowed { field: "Topics", version }); } } } }
-            if !(version <= 7) && self.topics != Some(Vec::new()) { return Err(EncodeError::FieldNotInVersion { field: "Topics", version }); }
-            if version >= 8 { wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { (e).encode(s, version)?; } }
-            if !(version >= 8) && !self.groups.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Groups", version }); }
-            if version >= 7 { wire::put_bool(s, *&self.require_stable); }
-            if !(version >= 7) && self.require_stable != false { return Err(EncodeError::FieldNotInVersion { field: "RequireStable", version }); }
+            if version <= 7 {
+                wire::put_str(s, &self.group_id, flexible)?;
+            }
+            if !(version <= 7) && !self.group_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "GroupId",
+                    version,
+                });
+            }
+            if version <= 7 {
+                match &self.topics {
+                    Some(v) => {
+                        wire::put_array_len(s, (v).len(), flexible)?;
+                        for e in (v).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    None => {
+                        if (2..=7).contains(&version) {
+                            wire::put_null_len(s, flexible);
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Topics",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version <= 7) && self.topics != Some(Vec::new()) {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Topics",
+                    version,
+                });
+            }
+            if version >= 8 {
+                wire::put_array_len(s, (&self.groups).len(), flexible)?;
+                for e in (&self.groups).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 8) && !self.groups.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Groups",
+                    version,
+                });
+            }
+            if version >= 7 {
+                wire::put_bool(s, *&self.require_stable);
+            }
+            if !(version >= 7) && self.require_stable != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "RequireStable",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -72,15 +123,52 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version <= 7 { this.group_id = wire::get_str(b, flexible, "GroupId")?; }
-            if version <= 7 { this.topics = if (2..=7).contains(&version) { match wire::get_opt_array_len(b, flexible, "Topics")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchRequestTopic::decode(b, version)?); } Some(v) } } } else { Some({ let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchRequestTopic::decode(b, version)?); } v }) }; }
-            if version >= 8 { this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchRequestGroup::decode(b, version)?); } v }; }
-            if version >= 7 { this.require_stable = wire::get_bool(b)?; }
+            if version <= 7 {
+                this.group_id = wire::get_str(b, flexible, "GroupId")?;
+            }
+            if version <= 7 {
+                this.topics = if (2..=7).contains(&version) {
+                    match wire::get_opt_array_len(b, flexible, "Topics")? {
+                        None => None,
+                        Some(n) => {
+                            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                            for _ in 0..n {
+                                v.push(OffsetFetchRequestTopic::decode(b, version)?);
+                            }
+                            Some(v)
+                        }
+                    }
+                } else {
+                    Some({
+                        let n = wire::get_array_len(b, flexible, "Topics")?;
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(OffsetFetchRequestTopic::decode(b, version)?);
+                        }
+                        v
+                    })
+                };
+            }
+            if version >= 8 {
+                this.groups = {
+                    let n = wire::get_array_len(b, flexible, "Groups")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(OffsetFetchRequestGroup::decode(b, version)?);
+                    }
+                    v
+                };
+            }
+            if version >= 7 {
+                this.require_stable = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -93,21 +181,70 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 7 { m.insert("groupId".into(), Value::String((&self.group_id).to_string())); }
-            if version <= 7 { m.insert("topics".into(), match &self.topics { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null }); }
-            if version >= 8 { m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| (e).to_json(version)).collect())); }
-            if version >= 7 { m.insert("requireStable".into(), Value::from(*&self.require_stable)); }
+            if version <= 7 {
+                m.insert(
+                    "groupId".into(),
+                    Value::String((&self.group_id).to_string()),
+                );
+            }
+            if version <= 7 {
+                m.insert(
+                    "topics".into(),
+                    match &self.topics {
+                        Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "groups".into(),
+                    Value::Array(
+                        (&self.groups)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if version >= 7 {
+                m.insert("requireStable".into(), Value::from(*&self.require_stable));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 7 { this.group_id = r.string(); }
-            if version <= 7 { this.topics = if ((2..=7).contains(&version)) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| OffsetFetchRequestTopic::sample(r, version)).collect() }) }; }
-            if version >= 8 { this.groups = { let n = r.len(); (0..n).map(|_| OffsetFetchRequestGroup::sample(r, version)).collect() }; }
-            if version >= 7 { this.require_stable = r.bool(); }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 7 {
+                this.group_id = r.string();
+            }
+            if version <= 7 {
+                this.topics = if ((2..=7).contains(&version)) && r.null() {
+                    None
+                } else {
+                    Some({
+                        let n = r.len();
+                        (0..n)
+                            .map(|_| OffsetFetchRequestTopic::sample(r, version))
+                            .collect()
+                    })
+                };
+            }
+            if version >= 8 {
+                this.groups = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| OffsetFetchRequestGroup::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 7 {
+                this.require_stable = r.bool();
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -137,17 +274,37 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version <= 7 { wire::put_str(s, &self.name, flexible)?; }
-            if !(version <= 7) && !self.name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version <= 7 { wire::put_array_len(s, (&self.partition_indexes).len(), flexible)?; for e in (&self.partition_indexes).iter() { wire::put_i32(s, *e); } }
-            if !(version <= 7) && !self.partition_indexes.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "PartitionIndexes", version }); }
+            if version <= 7 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if !(version <= 7) && !self.name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version <= 7 {
+                wire::put_array_len(s, (&self.partition_indexes).len(), flexible)?;
+                for e in (&self.partition_indexes).iter() {
+                    wire::put_i32(s, *e);
+                }
+            }
+            if !(version <= 7) && !self.partition_indexes.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "PartitionIndexes",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -158,13 +315,26 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version <= 7 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version <= 7 { this.partition_indexes = { let n = wire::get_array_len(b, flexible, "PartitionIndexes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v }; }
+            if version <= 7 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version <= 7 {
+                this.partition_indexes = {
+                    let n = wire::get_array_len(b, flexible, "PartitionIndexes")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_i32(b)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -177,17 +347,38 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 7 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version <= 7 { m.insert("partitionIndexes".into(), Value::Array((&self.partition_indexes).iter().map(|e| Value::from(*e)).collect())); }
+            if version <= 7 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version <= 7 {
+                m.insert(
+                    "partitionIndexes".into(),
+                    Value::Array(
+                        (&self.partition_indexes)
+                            .iter()
+                            .map(|e| Value::from(*e))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 7 { this.name = r.string(); }
-            if version <= 7 { this.partition_indexes = { let n = r.len(); (0..n).map(|_| r.i32()).collect() }; }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 7 {
+                this.name = r.string();
+            }
+            if version <= 7 {
+                this.partition_indexes = {
+                    let n = r.len();
+                    (0..n).map(|_| r.i32()).collect()
+                };
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -223,19 +414,71 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version >= 8 { wire::put_str(s, &self.group_id, flexible)?; }
-            if !(version >= 8) && !self.group_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "GroupId", version }); }
-            if version >= 9 { match &self.member_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 9 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "MemberId", version }); } } } }
-            if version >= 9 { wire::put_i32(s, *&self.member_epoch); }
-            if version >= 8 { match &self.topics { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { if version >= 8 { wire::put_null_len(s, flexible); } else { return Err(EncodeError::NullNotAllowed { field: "Topics", version }); } } } }
-            if !(version >= 8) && self.topics != Some(Vec::new()) { return Err(EncodeError::FieldNotInVersion { field: "Topics", version }); }
+            if version >= 8 {
+                wire::put_str(s, &self.group_id, flexible)?;
+            }
+            if !(version >= 8) && !self.group_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "GroupId",
+                    version,
+                });
+            }
+            if version >= 9 {
+                match &self.member_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 9 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "MemberId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if version >= 9 {
+                wire::put_i32(s, *&self.member_epoch);
+            }
+            if version >= 8 {
+                match &self.topics {
+                    Some(v) => {
+                        wire::put_array_len(s, (v).len(), flexible)?;
+                        for e in (v).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    None => {
+                        if version >= 8 {
+                            wire::put_null_len(s, flexible);
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Topics",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 8) && self.topics != Some(Vec::new()) {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Topics",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -246,15 +489,49 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version >= 8 { this.group_id = wire::get_str(b, flexible, "GroupId")?; }
-            if version >= 9 { this.member_id = if version >= 9 { wire::get_opt_str(b, flexible, "MemberId")? } else { Some(wire::get_str(b, flexible, "MemberId")?) }; }
-            if version >= 9 { this.member_epoch = wire::get_i32(b)?; }
-            if version >= 8 { this.topics = if version >= 8 { match wire::get_opt_array_len(b, flexible, "Topics")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchRequestTopics::decode(b, version)?); } Some(v) } } } else { Some({ let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchRequestTopics::decode(b, version)?); } v }) }; }
+            if version >= 8 {
+                this.group_id = wire::get_str(b, flexible, "GroupId")?;
+            }
+            if version >= 9 {
+                this.member_id = if version >= 9 {
+                    wire::get_opt_str(b, flexible, "MemberId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "MemberId")?)
+                };
+            }
+            if version >= 9 {
+                this.member_epoch = wire::get_i32(b)?;
+            }
+            if version >= 8 {
+                this.topics = if version >= 8 {
+                    match wire::get_opt_array_len(b, flexible, "Topics")? {
+                        None => None,
+                        Some(n) => {
+                            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                            for _ in 0..n {
+                                v.push(OffsetFetchRequestTopics::decode(b, version)?);
+                            }
+                            Some(v)
+                        }
+                    }
+                } else {
+                    Some({
+                        let n = wire::get_array_len(b, flexible, "Topics")?;
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(OffsetFetchRequestTopics::decode(b, version)?);
+                        }
+                        v
+                    })
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -267,21 +544,67 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 8 { m.insert("groupId".into(), Value::String((&self.group_id).to_string())); }
-            if version >= 9 { m.insert("memberId".into(), match &self.member_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 9 { m.insert("memberEpoch".into(), Value::from(*&self.member_epoch)); }
-            if version >= 8 { m.insert("topics".into(), match &self.topics { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null }); }
+            if version >= 8 {
+                m.insert(
+                    "groupId".into(),
+                    Value::String((&self.group_id).to_string()),
+                );
+            }
+            if version >= 9 {
+                m.insert(
+                    "memberId".into(),
+                    match &self.member_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 9 {
+                m.insert("memberEpoch".into(), Value::from(*&self.member_epoch));
+            }
+            if version >= 8 {
+                m.insert(
+                    "topics".into(),
+                    match &self.topics {
+                        Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 8 { this.group_id = r.string(); }
-            if version >= 9 { this.member_id = if (version >= 9) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 9 { this.member_epoch = r.i32(); }
-            if version >= 8 { this.topics = if (version >= 8) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| OffsetFetchRequestTopics::sample(r, version)).collect() }) }; }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 8 {
+                this.group_id = r.string();
+            }
+            if version >= 9 {
+                this.member_id = if (version >= 9) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 9 {
+                this.member_epoch = r.i32();
+            }
+            if version >= 8 {
+                this.topics = if (version >= 8) && r.null() {
+                    None
+                } else {
+                    Some({
+                        let n = r.len();
+                        (0..n)
+                            .map(|_| OffsetFetchRequestTopics::sample(r, version))
+                            .collect()
+                    })
+                };
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -314,17 +637,34 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if (8..=9).contains(&version) { wire::put_str(s, &self.name, flexible)?; }
-            if version >= 10 { wire::put_uuid(s, &self.topic_id); }
-            if version >= 8 { wire::put_array_len(s, (&self.partition_indexes).len(), flexible)?; for e in (&self.partition_indexes).iter() { wire::put_i32(s, *e); } }
-            if !(version >= 8) && !self.partition_indexes.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "PartitionIndexes", version }); }
+            if (8..=9).contains(&version) {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if version >= 10 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            if version >= 8 {
+                wire::put_array_len(s, (&self.partition_indexes).len(), flexible)?;
+                for e in (&self.partition_indexes).iter() {
+                    wire::put_i32(s, *e);
+                }
+            }
+            if !(version >= 8) && !self.partition_indexes.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "PartitionIndexes",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -335,14 +675,29 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if (8..=9).contains(&version) { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 10 { this.topic_id = wire::get_uuid(b)?; }
-            if version >= 8 { this.partition_indexes = { let n = wire::get_array_len(b, flexible, "PartitionIndexes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v }; }
+            if (8..=9).contains(&version) {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 10 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            if version >= 8 {
+                this.partition_indexes = {
+                    let n = wire::get_array_len(b, flexible, "PartitionIndexes")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(wire::get_i32(b)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -355,23 +710,50 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if (8..=9).contains(&version) { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 10 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            if version >= 8 { m.insert("partitionIndexes".into(), Value::Array((&self.partition_indexes).iter().map(|e| Value::from(*e)).collect())); }
+            if (8..=9).contains(&version) {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 10 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "partitionIndexes".into(),
+                    Value::Array(
+                        (&self.partition_indexes)
+                            .iter()
+                            .map(|e| Value::from(*e))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if (8..=9).contains(&version) { this.name = r.string(); }
-            if version >= 10 { this.topic_id = r.uuid(); }
-            if version >= 8 { this.partition_indexes = { let n = r.len(); (0..n).map(|_| r.i32()).collect() }; }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if (8..=9).contains(&version) {
+                this.name = r.string();
+            }
+            if version >= 10 {
+                this.topic_id = r.uuid();
+            }
+            if version >= 8 {
+                this.partition_indexes = {
+                    let n = r.len();
+                    (0..n).map(|_| r.i32()).collect()
+                };
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `OffsetFetchResponse`.
@@ -381,10 +763,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `OffsetFetchResponse`, versions 1-10, flexible in 6-10.
     #[derive(Debug, Clone, PartialEq)]
@@ -417,19 +799,46 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version >= 3 { wire::put_i32(s, *&self.throttle_time_ms); }
-            if version <= 7 { wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; } }
-            if !(version <= 7) && !self.topics.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Topics", version }); }
-            if (2..=7).contains(&version) { wire::put_i16(s, *&self.error_code); }
-            if version >= 8 { wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { (e).encode(s, version)?; } }
-            if !(version >= 8) && !self.groups.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Groups", version }); }
+            if version >= 3 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
+            if version <= 7 {
+                wire::put_array_len(s, (&self.topics).len(), flexible)?;
+                for e in (&self.topics).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version <= 7) && !self.topics.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Topics",
+                    version,
+                });
+            }
+            if (2..=7).contains(&version) {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if version >= 8 {
+                wire::put_array_len(s, (&self.groups).len(), flexible)?;
+                for e in (&self.groups).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 8) && !self.groups.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Groups",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -440,15 +849,39 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version >= 3 { this.throttle_time_ms = wire::get_i32(b)?; }
-            if version <= 7 { this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchResponseTopic::decode(b, version)?); } v }; }
-            if (2..=7).contains(&version) { this.error_code = wire::get_i16(b)?; }
-            if version >= 8 { this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchResponseGroup::decode(b, version)?); } v }; }
+            if version >= 3 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
+            if version <= 7 {
+                this.topics = {
+                    let n = wire::get_array_len(b, flexible, "Topics")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(OffsetFetchResponseTopic::decode(b, version)?);
+                    }
+                    v
+                };
+            }
+            if (2..=7).contains(&version) {
+                this.error_code = wire::get_i16(b)?;
+            }
+            if version >= 8 {
+                this.groups = {
+                    let n = wire::get_array_len(b, flexible, "Groups")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(OffsetFetchResponseGroup::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -461,21 +894,68 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
-            if version <= 7 { m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect())); }
-            if (2..=7).contains(&version) { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
-            if version >= 8 { m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| (e).to_json(version)).collect())); }
+            if version >= 3 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
+            if version <= 7 {
+                m.insert(
+                    "topics".into(),
+                    Value::Array(
+                        (&self.topics)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if (2..=7).contains(&version) {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
+            if version >= 8 {
+                m.insert(
+                    "groups".into(),
+                    Value::Array(
+                        (&self.groups)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.throttle_time_ms = r.i32(); }
-            if version <= 7 { this.topics = { let n = r.len(); (0..n).map(|_| OffsetFetchResponseTopic::sample(r, version)).collect() }; }
-            if (2..=7).contains(&version) { this.error_code = r.i16(); }
-            if version >= 8 { this.groups = { let n = r.len(); (0..n).map(|_| OffsetFetchResponseGroup::sample(r, version)).collect() }; }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.throttle_time_ms = r.i32();
+            }
+            if version <= 7 {
+                this.topics = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| OffsetFetchResponseTopic::sample(r, version))
+                        .collect()
+                };
+            }
+            if (2..=7).contains(&version) {
+                this.error_code = r.i16();
+            }
+            if version >= 8 {
+                this.groups = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| OffsetFetchResponseGroup::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -505,17 +985,37 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version <= 7 { wire::put_str(s, &self.name, flexible)?; }
-            if !(version <= 7) && !self.name.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Name", version }); }
-            if version <= 7 { wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; } }
-            if !(version <= 7) && !self.partitions.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Partitions", version }); }
+            if version <= 7 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if !(version <= 7) && !self.name.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Name",
+                    version,
+                });
+            }
+            if version <= 7 {
+                wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+                for e in (&self.partitions).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version <= 7) && !self.partitions.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Partitions",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -526,13 +1026,26 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version <= 7 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version <= 7 { this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchResponsePartition::decode(b, version)?); } v }; }
+            if version <= 7 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version <= 7 {
+                this.partitions = {
+                    let n = wire::get_array_len(b, flexible, "Partitions")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(OffsetFetchResponsePartition::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -545,17 +1058,40 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 7 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version <= 7 { m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect())); }
+            if version <= 7 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version <= 7 {
+                m.insert(
+                    "partitions".into(),
+                    Value::Array(
+                        (&self.partitions)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 7 { this.name = r.string(); }
-            if version <= 7 { this.partitions = { let n = r.len(); (0..n).map(|_| OffsetFetchResponsePartition::sample(r, version)).collect() }; }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 7 {
+                this.name = r.string();
+            }
+            if version <= 7 {
+                this.partitions = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| OffsetFetchResponsePartition::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -594,22 +1130,69 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version <= 7 { wire::put_i32(s, *&self.partition_index); }
-            if !(version <= 7) && self.partition_index != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "PartitionIndex", version }); }
-            if version <= 7 { wire::put_i64(s, *&self.committed_offset); }
-            if !(version <= 7) && self.committed_offset != 0i64 { return Err(EncodeError::FieldNotInVersion { field: "CommittedOffset", version }); }
-            if (5..=7).contains(&version) { wire::put_i32(s, *&self.committed_leader_epoch); }
-            if version <= 7 { match &self.metadata { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version <= 7 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Metadata", version }); } } } }
-            if !(version <= 7) && self.metadata != Some(String::new()) { return Err(EncodeError::FieldNotInVersion { field: "Metadata", version }); }
-            if version <= 7 { wire::put_i16(s, *&self.error_code); }
-            if !(version <= 7) && self.error_code != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "ErrorCode", version }); }
+            if version <= 7 {
+                wire::put_i32(s, *&self.partition_index);
+            }
+            if !(version <= 7) && self.partition_index != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "PartitionIndex",
+                    version,
+                });
+            }
+            if version <= 7 {
+                wire::put_i64(s, *&self.committed_offset);
+            }
+            if !(version <= 7) && self.committed_offset != 0i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "CommittedOffset",
+                    version,
+                });
+            }
+            if (5..=7).contains(&version) {
+                wire::put_i32(s, *&self.committed_leader_epoch);
+            }
+            if version <= 7 {
+                match &self.metadata {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version <= 7 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Metadata",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version <= 7) && self.metadata != Some(String::new()) {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Metadata",
+                    version,
+                });
+            }
+            if version <= 7 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if !(version <= 7) && self.error_code != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ErrorCode",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -620,16 +1203,32 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version <= 7 { this.partition_index = wire::get_i32(b)?; }
-            if version <= 7 { this.committed_offset = wire::get_i64(b)?; }
-            if (5..=7).contains(&version) { this.committed_leader_epoch = wire::get_i32(b)?; }
-            if version <= 7 { this.metadata = if version <= 7 { wire::get_opt_str(b, flexible, "Metadata")? } else { Some(wire::get_str(b, flexible, "Metadata")?) }; }
-            if version <= 7 { this.error_code = wire::get_i16(b)?; }
+            if version <= 7 {
+                this.partition_index = wire::get_i32(b)?;
+            }
+            if version <= 7 {
+                this.committed_offset = wire::get_i64(b)?;
+            }
+            if (5..=7).contains(&version) {
+                this.committed_leader_epoch = wire::get_i32(b)?;
+            }
+            if version <= 7 {
+                this.metadata = if version <= 7 {
+                    wire::get_opt_str(b, flexible, "Metadata")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Metadata")?)
+                };
+            }
+            if version <= 7 {
+                this.error_code = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -642,23 +1241,61 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 7 { m.insert("partitionIndex".into(), Value::from(*&self.partition_index)); }
-            if version <= 7 { m.insert("committedOffset".into(), Value::from(*&self.committed_offset)); }
-            if (5..=7).contains(&version) { m.insert("committedLeaderEpoch".into(), Value::from(*&self.committed_leader_epoch)); }
-            if version <= 7 { m.insert("metadata".into(), match &self.metadata { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version <= 7 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
+            if version <= 7 {
+                m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
+            }
+            if version <= 7 {
+                m.insert(
+                    "committedOffset".into(),
+                    Value::from(*&self.committed_offset),
+                );
+            }
+            if (5..=7).contains(&version) {
+                m.insert(
+                    "committedLeaderEpoch".into(),
+                    Value::from(*&self.committed_leader_epoch),
+                );
+            }
+            if version <= 7 {
+                m.insert(
+                    "metadata".into(),
+                    match &self.metadata {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version <= 7 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 7 { this.partition_index = r.i32(); }
-            if version <= 7 { this.committed_offset = r.i64(); }
-            if (5..=7).contains(&version) { this.committed_leader_epoch = r.i32(); }
-            if version <= 7 { this.metadata = if (version <= 7) && r.null() { None } else { Some(r.string()) }; }
-            if version <= 7 { this.error_code = r.i16(); }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 7 {
+                this.partition_index = r.i32();
+            }
+            if version <= 7 {
+                this.committed_offset = r.i64();
+            }
+            if (5..=7).contains(&version) {
+                this.committed_leader_epoch = r.i32();
+            }
+            if version <= 7 {
+                this.metadata = if (version <= 7) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version <= 7 {
+                this.error_code = r.i16();
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -691,19 +1328,46 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version >= 8 { wire::put_str(s, &self.group_id, flexible)?; }
-            if !(version >= 8) && !self.group_id.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "GroupId", version }); }
-            if version >= 8 { wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; } }
-            if !(version >= 8) && !self.topics.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Topics", version }); }
-            if version >= 8 { wire::put_i16(s, *&self.error_code); }
-            if !(version >= 8) && self.error_code != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "ErrorCode", version }); }
+            if version >= 8 {
+                wire::put_str(s, &self.group_id, flexible)?;
+            }
+            if !(version >= 8) && !self.group_id.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "GroupId",
+                    version,
+                });
+            }
+            if version >= 8 {
+                wire::put_array_len(s, (&self.topics).len(), flexible)?;
+                for e in (&self.topics).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 8) && !self.topics.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Topics",
+                    version,
+                });
+            }
+            if version >= 8 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if !(version >= 8) && self.error_code != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ErrorCode",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -714,14 +1378,29 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version >= 8 { this.group_id = wire::get_str(b, flexible, "GroupId")?; }
-            if version >= 8 { this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchResponseTopics::decode(b, version)?); } v }; }
-            if version >= 8 { this.error_code = wire::get_i16(b)?; }
+            if version >= 8 {
+                this.group_id = wire::get_str(b, flexible, "GroupId")?;
+            }
+            if version >= 8 {
+                this.topics = {
+                    let n = wire::get_array_len(b, flexible, "Topics")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(OffsetFetchResponseTopics::decode(b, version)?);
+                    }
+                    v
+                };
+            }
+            if version >= 8 {
+                this.error_code = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -734,19 +1413,49 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 8 { m.insert("groupId".into(), Value::String((&self.group_id).to_string())); }
-            if version >= 8 { m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect())); }
-            if version >= 8 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
+            if version >= 8 {
+                m.insert(
+                    "groupId".into(),
+                    Value::String((&self.group_id).to_string()),
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "topics".into(),
+                    Value::Array(
+                        (&self.topics)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if version >= 8 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 8 { this.group_id = r.string(); }
-            if version >= 8 { this.topics = { let n = r.len(); (0..n).map(|_| OffsetFetchResponseTopics::sample(r, version)).collect() }; }
-            if version >= 8 { this.error_code = r.i16(); }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 8 {
+                this.group_id = r.string();
+            }
+            if version >= 8 {
+                this.topics = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| OffsetFetchResponseTopics::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 8 {
+                this.error_code = r.i16();
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -779,17 +1488,34 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if (8..=9).contains(&version) { wire::put_str(s, &self.name, flexible)?; }
-            if version >= 10 { wire::put_uuid(s, &self.topic_id); }
-            if version >= 8 { wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; } }
-            if !(version >= 8) && !self.partitions.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Partitions", version }); }
+            if (8..=9).contains(&version) {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if version >= 10 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            if version >= 8 {
+                wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+                for e in (&self.partitions).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if !(version >= 8) && !self.partitions.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Partitions",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -800,14 +1526,29 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if (8..=9).contains(&version) { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 10 { this.topic_id = wire::get_uuid(b)?; }
-            if version >= 8 { this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetFetchResponsePartitions::decode(b, version)?); } v }; }
+            if (8..=9).contains(&version) {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 10 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            if version >= 8 {
+                this.partitions = {
+                    let n = wire::get_array_len(b, flexible, "Partitions")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(OffsetFetchResponsePartitions::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -820,19 +1561,49 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if (8..=9).contains(&version) { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 10 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            if version >= 8 { m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect())); }
+            if (8..=9).contains(&version) {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 10 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "partitions".into(),
+                    Value::Array(
+                        (&self.partitions)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if (8..=9).contains(&version) { this.name = r.string(); }
-            if version >= 10 { this.topic_id = r.uuid(); }
-            if version >= 8 { this.partitions = { let n = r.len(); (0..n).map(|_| OffsetFetchResponsePartitions::sample(r, version)).collect() }; }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if (8..=9).contains(&version) {
+                this.name = r.string();
+            }
+            if version >= 10 {
+                this.topic_id = r.uuid();
+            }
+            if version >= 8 {
+                this.partitions = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| OffsetFetchResponsePartitions::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -871,22 +1642,69 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 6;
-            if version >= 8 { wire::put_i32(s, *&self.partition_index); }
-            if !(version >= 8) && self.partition_index != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "PartitionIndex", version }); }
-            if version >= 8 { wire::put_i64(s, *&self.committed_offset); }
-            if !(version >= 8) && self.committed_offset != 0i64 { return Err(EncodeError::FieldNotInVersion { field: "CommittedOffset", version }); }
-            if version >= 8 { wire::put_i32(s, *&self.committed_leader_epoch); }
-            if version >= 8 { match &self.metadata { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 8 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Metadata", version }); } } } }
-            if !(version >= 8) && self.metadata != Some(String::new()) { return Err(EncodeError::FieldNotInVersion { field: "Metadata", version }); }
-            if version >= 8 { wire::put_i16(s, *&self.error_code); }
-            if !(version >= 8) && self.error_code != 0i16 { return Err(EncodeError::FieldNotInVersion { field: "ErrorCode", version }); }
+            if version >= 8 {
+                wire::put_i32(s, *&self.partition_index);
+            }
+            if !(version >= 8) && self.partition_index != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "PartitionIndex",
+                    version,
+                });
+            }
+            if version >= 8 {
+                wire::put_i64(s, *&self.committed_offset);
+            }
+            if !(version >= 8) && self.committed_offset != 0i64 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "CommittedOffset",
+                    version,
+                });
+            }
+            if version >= 8 {
+                wire::put_i32(s, *&self.committed_leader_epoch);
+            }
+            if version >= 8 {
+                match &self.metadata {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 8 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Metadata",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 8) && self.metadata != Some(String::new()) {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Metadata",
+                    version,
+                });
+            }
+            if version >= 8 {
+                wire::put_i16(s, *&self.error_code);
+            }
+            if !(version >= 8) && self.error_code != 0i16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ErrorCode",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -897,16 +1715,32 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 6;
             let mut this = Self::default();
-            if version >= 8 { this.partition_index = wire::get_i32(b)?; }
-            if version >= 8 { this.committed_offset = wire::get_i64(b)?; }
-            if version >= 8 { this.committed_leader_epoch = wire::get_i32(b)?; }
-            if version >= 8 { this.metadata = if version >= 8 { wire::get_opt_str(b, flexible, "Metadata")? } else { Some(wire::get_str(b, flexible, "Metadata")?) }; }
-            if version >= 8 { this.error_code = wire::get_i16(b)?; }
+            if version >= 8 {
+                this.partition_index = wire::get_i32(b)?;
+            }
+            if version >= 8 {
+                this.committed_offset = wire::get_i64(b)?;
+            }
+            if version >= 8 {
+                this.committed_leader_epoch = wire::get_i32(b)?;
+            }
+            if version >= 8 {
+                this.metadata = if version >= 8 {
+                    wire::get_opt_str(b, flexible, "Metadata")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Metadata")?)
+                };
+            }
+            if version >= 8 {
+                this.error_code = wire::get_i16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -919,25 +1753,62 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 8 { m.insert("partitionIndex".into(), Value::from(*&self.partition_index)); }
-            if version >= 8 { m.insert("committedOffset".into(), Value::from(*&self.committed_offset)); }
-            if version >= 8 { m.insert("committedLeaderEpoch".into(), Value::from(*&self.committed_leader_epoch)); }
-            if version >= 8 { m.insert("metadata".into(), match &self.metadata { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 8 { m.insert("errorCode".into(), Value::from(*&self.error_code)); }
+            if version >= 8 {
+                m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
+            }
+            if version >= 8 {
+                m.insert(
+                    "committedOffset".into(),
+                    Value::from(*&self.committed_offset),
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "committedLeaderEpoch".into(),
+                    Value::from(*&self.committed_leader_epoch),
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "metadata".into(),
+                    match &self.metadata {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 8 {
+                m.insert("errorCode".into(), Value::from(*&self.error_code));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 8 { this.partition_index = r.i32(); }
-            if version >= 8 { this.committed_offset = r.i64(); }
-            if version >= 8 { this.committed_leader_epoch = r.i32(); }
-            if version >= 8 { this.metadata = if (version >= 8) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 8 { this.error_code = r.i16(); }
-            if version >= 6 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 8 {
+                this.partition_index = r.i32();
+            }
+            if version >= 8 {
+                this.committed_offset = r.i64();
+            }
+            if version >= 8 {
+                this.committed_leader_epoch = r.i32();
+            }
+            if version >= 8 {
+                this.metadata = if (version >= 8) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 8 {
+                this.error_code = r.i16();
+            }
+            if version >= 6 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `OffsetForLeaderEpochRequest`, versions 2-4, flexible in 4.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,15 +41,23 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            if version >= 3 { wire::put_i32(s, *&self.replica_id); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            if version >= 3 {
+                wire::put_i32(s, *&self.replica_id);
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -60,13 +68,24 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            if version >= 3 { this.replica_id = wire::get_i32(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetForLeaderTopic::decode(b, version)?); } v };
+            if version >= 3 {
+                this.replica_id = wire::get_i32(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetForLeaderTopic::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -79,17 +98,36 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 3 { m.insert("replicaId".into(), Value::from(*&self.replica_id)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            if version >= 3 {
+                m.insert("replicaId".into(), Value::from(*&self.replica_id));
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 3 { this.replica_id = r.i32(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| OffsetForLeaderTopic::sample(r, version)).collect() };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.replica_id = r.i32();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetForLeaderTopic::sample(r, version))
+                    .collect()
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -120,14 +158,20 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_str(s, &self.topic, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -139,12 +183,21 @@ pub mod request {
             let flexible = version >= 4;
             let mut this = Self::default();
             this.topic = wire::get_str(b, flexible, "Topic")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetForLeaderPartition::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetForLeaderPartition::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -158,7 +211,15 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("topic".into(), Value::String((&self.topic).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -166,8 +227,15 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| OffsetForLeaderPartition::sample(r, version)).collect() };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetForLeaderPartition::sample(r, version))
+                    .collect()
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -209,7 +277,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -227,7 +298,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -241,7 +314,10 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partition".into(), Value::from(*&self.partition));
-            m.insert("currentLeaderEpoch".into(), Value::from(*&self.current_leader_epoch));
+            m.insert(
+                "currentLeaderEpoch".into(),
+                Value::from(*&self.current_leader_epoch),
+            );
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
             Value::Object(m)
         }
@@ -252,11 +328,12 @@ pub mod request {
             this.partition = r.i32();
             this.current_leader_epoch = r.i32();
             this.leader_epoch = r.i32();
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `OffsetForLeaderEpochResponse`.
@@ -266,10 +343,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `OffsetForLeaderEpochResponse`, versions 2-4, flexible in 4.
     #[derive(Debug, Clone, PartialEq)]
@@ -297,14 +374,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -316,12 +399,21 @@ pub mod response {
             let flexible = version >= 4;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(OffsetForLeaderTopicResult::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(OffsetForLeaderTopicResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -334,8 +426,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -343,8 +446,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.topics = { let n = r.len(); (0..n).map(|_| OffsetForLeaderTopicResult::sample(r, version)).collect() };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| OffsetForLeaderTopicResult::sample(r, version))
+                    .collect()
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -375,14 +485,20 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
             wire::put_str(s, &self.topic, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -394,12 +510,21 @@ pub mod response {
             let flexible = version >= 4;
             let mut this = Self::default();
             this.topic = wire::get_str(b, flexible, "Topic")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(EpochEndOffset::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(EpochEndOffset::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -413,7 +538,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("topic".into(), Value::String((&self.topic).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -421,8 +554,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| EpochEndOffset::sample(r, version)).collect() };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| EpochEndOffset::sample(r, version)).collect()
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -468,7 +606,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -487,7 +628,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -514,9 +657,10 @@ pub mod response {
             this.partition = r.i32();
             this.leader_epoch = r.i32();
             this.end_offset = r.i64();
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ProduceRequest`, versions 3-13, flexible in 9-13.
     #[derive(Debug, Clone, PartialEq)]
@@ -47,17 +47,30 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            match &self.transactional_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.transactional_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i16(s, *&self.acks);
             wire::put_i32(s, *&self.timeout_ms);
-            wire::put_array_len(s, (&self.topic_data).len(), flexible)?; for e in (&self.topic_data).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topic_data).len(), flexible)?;
+            for e in (&self.topic_data).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -71,12 +84,21 @@ pub mod request {
             this.transactional_id = wire::get_opt_str(b, flexible, "TransactionalId")?;
             this.acks = wire::get_i16(b)?;
             this.timeout_ms = wire::get_i32(b)?;
-            this.topic_data = { let n = wire::get_array_len(b, flexible, "TopicData")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicProduceData::decode(b, version)?); } v };
+            this.topic_data = {
+                let n = wire::get_array_len(b, flexible, "TopicData")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicProduceData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -89,21 +111,46 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("transactionalId".into(), match &self.transactional_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "transactionalId".into(),
+                match &self.transactional_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("acks".into(), Value::from(*&self.acks));
             m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms));
-            m.insert("topicData".into(), Value::Array((&self.topic_data).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicData".into(),
+                Value::Array(
+                    (&self.topic_data)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.transactional_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.transactional_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.acks = r.i16();
             this.timeout_ms = r.i32();
-            this.topic_data = { let n = r.len(); (0..n).map(|_| TopicProduceData::sample(r, version)).collect() };
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topic_data = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| TopicProduceData::sample(r, version))
+                    .collect()
+            };
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -136,16 +183,26 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            if version <= 12 { wire::put_str(s, &self.name, flexible)?; }
-            if version >= 13 { wire::put_uuid(s, &self.topic_id); }
-            wire::put_array_len(s, (&self.partition_data).len(), flexible)?; for e in (&self.partition_data).iter() { (e).encode(s, version)?; }
+            if version <= 12 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if version >= 13 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            wire::put_array_len(s, (&self.partition_data).len(), flexible)?;
+            for e in (&self.partition_data).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -156,14 +213,27 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            if version <= 12 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 13 { this.topic_id = wire::get_uuid(b)?; }
-            this.partition_data = { let n = wire::get_array_len(b, flexible, "PartitionData")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionProduceData::decode(b, version)?); } v };
+            if version <= 12 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 13 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            this.partition_data = {
+                let n = wire::get_array_len(b, flexible, "PartitionData")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionProduceData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -176,19 +246,45 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 12 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 13 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            m.insert("partitionData".into(), Value::Array((&self.partition_data).iter().map(|e| (e).to_json(version)).collect()));
+            if version <= 12 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 13 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            m.insert(
+                "partitionData".into(),
+                Value::Array(
+                    (&self.partition_data)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 12 { this.name = r.string(); }
-            if version >= 13 { this.topic_id = r.uuid(); }
-            this.partition_data = { let n = r.len(); (0..n).map(|_| PartitionProduceData::sample(r, version)).collect() };
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 12 {
+                this.name = r.string();
+            }
+            if version >= 13 {
+                this.topic_id = r.uuid();
+            }
+            this.partition_data = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| PartitionProduceData::sample(r, version))
+                    .collect()
+            };
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -219,14 +315,24 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
             wire::put_i32(s, *&self.index);
-            match &self.records { Some(v) => { wire::put_bytes(s, v, flexible)?; } None => { wire::put_null_len(s, flexible); } }
+            match &self.records {
+                Some(v) => {
+                    wire::put_bytes(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -243,7 +349,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -257,7 +365,13 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("index".into(), Value::from(*&self.index));
-            m.insert("records".into(), match &self.records { Some(v) => oracle::json_bytes(v), None => Value::Null });
+            m.insert(
+                "records".into(),
+                match &self.records {
+                    Some(v) => Value::String(String::new()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -265,12 +379,17 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.index = r.i32();
-            this.records = if (true) && r.null() { None } else { Some(r.bytes()) };
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.records = if (true) && r.null() {
+                None
+            } else {
+                Some(r.bytes())
+            };
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ProduceResponse`.
@@ -280,10 +399,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ProduceResponse`, versions 3-13, flexible in 9-13.
     #[derive(Debug, Clone, PartialEq)]
@@ -313,19 +432,47 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            wire::put_array_len(s, (&self.responses).len(), flexible)?; for e in (&self.responses).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.responses).len(), flexible)?;
+            for e in (&self.responses).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i32(s, *&self.throttle_time_ms);
-            if !(version >= 10) && !self.node_endpoints.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "NodeEndpoints", version }); }
+            if !(version >= 10) && !self.node_endpoints.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeEndpoints",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 10 && !self.node_endpoints.is_empty() { n += 1; }
+                if version >= 10 && !self.node_endpoints.is_empty() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 10 && !self.node_endpoints.is_empty() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } }
+                if version >= 10 && !self.node_endpoints.is_empty() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                        for e in (&self.node_endpoints).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                    for e in (&self.node_endpoints).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -336,14 +483,35 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            this.responses = { let n = wire::get_array_len(b, flexible, "Responses")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicProduceResponse::decode(b, version)?); } v };
+            this.responses = {
+                let n = wire::get_array_len(b, flexible, "Responses")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicProduceResponse::decode(b, version)?);
+                }
+                v
+            };
             this.throttle_time_ms = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 10 => { let declared = data.len(); let b = &mut data; this.node_endpoints = { let n = wire::get_array_len(b, flexible, "NodeEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(NodeEndpoint::decode(b, version)?); } v }; wire::tagged_done(b, declared, "NodeEndpoints")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 10 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.node_endpoints = {
+                                let n = wire::get_array_len(b, flexible, "NodeEndpoints")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(NodeEndpoint::decode(b, version)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "NodeEndpoints")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -356,19 +524,52 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("responses".into(), Value::Array((&self.responses).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            if version >= 10 { m.insert("nodeEndpoints".into(), Value::Array((&self.node_endpoints).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "responses".into(),
+                Value::Array(
+                    (&self.responses)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            if (false) || ((version >= 10) && !self.node_endpoints.is_empty()) {
+                m.insert(
+                    "nodeEndpoints".into(),
+                    Value::Array(
+                        (&self.node_endpoints)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.responses = { let n = r.len(); (0..n).map(|_| TopicProduceResponse::sample(r, version)).collect() };
+            this.responses = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| TopicProduceResponse::sample(r, version))
+                    .collect()
+            };
             this.throttle_time_ms = r.i32();
-            if version >= 10 { this.node_endpoints = { let n = r.len(); (0..n).map(|_| NodeEndpoint::sample(r, version)).collect() }; }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 10 {
+                this.node_endpoints = {
+                    let n = r.len();
+                    (0..n).map(|_| NodeEndpoint::sample(r, version)).collect()
+                };
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -401,16 +602,26 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            if version <= 12 { wire::put_str(s, &self.name, flexible)?; }
-            if version >= 13 { wire::put_uuid(s, &self.topic_id); }
-            wire::put_array_len(s, (&self.partition_responses).len(), flexible)?; for e in (&self.partition_responses).iter() { (e).encode(s, version)?; }
+            if version <= 12 {
+                wire::put_str(s, &self.name, flexible)?;
+            }
+            if version >= 13 {
+                wire::put_uuid(s, &self.topic_id);
+            }
+            wire::put_array_len(s, (&self.partition_responses).len(), flexible)?;
+            for e in (&self.partition_responses).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -421,14 +632,27 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            if version <= 12 { this.name = wire::get_str(b, flexible, "Name")?; }
-            if version >= 13 { this.topic_id = wire::get_uuid(b)?; }
-            this.partition_responses = { let n = wire::get_array_len(b, flexible, "PartitionResponses")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionProduceResponse::decode(b, version)?); } v };
+            if version <= 12 {
+                this.name = wire::get_str(b, flexible, "Name")?;
+            }
+            if version >= 13 {
+                this.topic_id = wire::get_uuid(b)?;
+            }
+            this.partition_responses = {
+                let n = wire::get_array_len(b, flexible, "PartitionResponses")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionProduceResponse::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -441,19 +665,45 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version <= 12 { m.insert("name".into(), Value::String((&self.name).to_string())); }
-            if version >= 13 { m.insert("topicId".into(), Value::String((&self.topic_id).to_string())); }
-            m.insert("partitionResponses".into(), Value::Array((&self.partition_responses).iter().map(|e| (e).to_json(version)).collect()));
+            if version <= 12 {
+                m.insert("name".into(), Value::String((&self.name).to_string()));
+            }
+            if version >= 13 {
+                m.insert(
+                    "topicId".into(),
+                    Value::String((&self.topic_id).to_string()),
+                );
+            }
+            m.insert(
+                "partitionResponses".into(),
+                Value::Array(
+                    (&self.partition_responses)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version <= 12 { this.name = r.string(); }
-            if version >= 13 { this.topic_id = r.uuid(); }
-            this.partition_responses = { let n = r.len(); (0..n).map(|_| PartitionProduceResponse::sample(r, version)).collect() };
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 12 {
+                this.name = r.string();
+            }
+            if version >= 13 {
+                this.topic_id = r.uuid();
+            }
+            this.partition_responses = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| PartitionProduceResponse::sample(r, version))
+                    .collect()
+            };
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -505,20 +755,62 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             wire::put_i64(s, *&self.base_offset);
             wire::put_i64(s, *&self.log_append_time_ms);
-            if version >= 5 { wire::put_i64(s, *&self.log_start_offset); }
-            if version >= 8 { wire::put_array_len(s, (&self.record_errors).len(), flexible)?; for e in (&self.record_errors).iter() { (e).encode(s, version)?; } }
-            if version >= 8 { match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 8 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ErrorMessage", version }); } } } }
-            if !(version >= 10) && self.current_leader != LeaderIdAndEpoch::default() { return Err(EncodeError::FieldNotInVersion { field: "CurrentLeader", version }); }
+            if version >= 5 {
+                wire::put_i64(s, *&self.log_start_offset);
+            }
+            if version >= 8 {
+                wire::put_array_len(s, (&self.record_errors).len(), flexible)?;
+                for e in (&self.record_errors).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
+            if version >= 8 {
+                match &self.error_message {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 8 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ErrorMessage",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 10) && self.current_leader != LeaderIdAndEpoch::default() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "CurrentLeader",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 10 && self.current_leader != LeaderIdAndEpoch::default() { n += 1; }
+                if version >= 10 && self.current_leader != LeaderIdAndEpoch::default() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 10 && self.current_leader != LeaderIdAndEpoch::default() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; (&self.current_leader).encode(s, version)?; } wire::put_uvarint(s, counter.0 as u32); (&self.current_leader).encode(s, version)?; }
+                if version >= 10 && self.current_leader != LeaderIdAndEpoch::default() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        (&self.current_leader).encode(s, version)?;
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    (&self.current_leader).encode(s, version)?;
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -533,15 +825,39 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.base_offset = wire::get_i64(b)?;
             this.log_append_time_ms = wire::get_i64(b)?;
-            if version >= 5 { this.log_start_offset = wire::get_i64(b)?; }
-            if version >= 8 { this.record_errors = { let n = wire::get_array_len(b, flexible, "RecordErrors")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(BatchIndexAndErrorMessage::decode(b, version)?); } v }; }
-            if version >= 8 { this.error_message = if version >= 8 { wire::get_opt_str(b, flexible, "ErrorMessage")? } else { Some(wire::get_str(b, flexible, "ErrorMessage")?) }; }
+            if version >= 5 {
+                this.log_start_offset = wire::get_i64(b)?;
+            }
+            if version >= 8 {
+                this.record_errors = {
+                    let n = wire::get_array_len(b, flexible, "RecordErrors")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(BatchIndexAndErrorMessage::decode(b, version)?);
+                    }
+                    v
+                };
+            }
+            if version >= 8 {
+                this.error_message = if version >= 8 {
+                    wire::get_opt_str(b, flexible, "ErrorMessage")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ErrorMessage")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 10 => { let declared = data.len(); let b = &mut data; this.current_leader = LeaderIdAndEpoch::decode(b, version)?; wire::tagged_done(b, declared, "CurrentLeader")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 10 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.current_leader = LeaderIdAndEpoch::decode(b, version)?;
+                            wire::tagged_done(b, declared, "CurrentLeader")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -557,11 +873,42 @@ pub mod response {
             m.insert("index".into(), Value::from(*&self.index));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
             m.insert("baseOffset".into(), Value::from(*&self.base_offset));
-            m.insert("logAppendTimeMs".into(), Value::from(*&self.log_append_time_ms));
-            if version >= 5 { m.insert("logStartOffset".into(), Value::from(*&self.log_start_offset)); }
-            if version >= 8 { m.insert("recordErrors".into(), Value::Array((&self.record_errors).iter().map(|e| (e).to_json(version)).collect())); }
-            if version >= 8 { m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 10 { m.insert("currentLeader".into(), (&self.current_leader).to_json(version)); }
+            m.insert(
+                "logAppendTimeMs".into(),
+                Value::from(*&self.log_append_time_ms),
+            );
+            if version >= 5 {
+                m.insert(
+                    "logStartOffset".into(),
+                    Value::from(*&self.log_start_offset),
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "recordErrors".into(),
+                    Value::Array(
+                        (&self.record_errors)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
+            if version >= 8 {
+                m.insert(
+                    "errorMessage".into(),
+                    match &self.error_message {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if (false) || ((version >= 10) && self.current_leader != LeaderIdAndEpoch::default()) {
+                m.insert(
+                    "currentLeader".into(),
+                    (&self.current_leader).to_json(version),
+                );
+            }
             Value::Object(m)
         }
 
@@ -572,11 +919,30 @@ pub mod response {
             this.error_code = r.i16();
             this.base_offset = r.i64();
             this.log_append_time_ms = r.i64();
-            if version >= 5 { this.log_start_offset = r.i64(); }
-            if version >= 8 { this.record_errors = { let n = r.len(); (0..n).map(|_| BatchIndexAndErrorMessage::sample(r, version)).collect() }; }
-            if version >= 8 { this.error_message = if (version >= 8) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 10 { this.current_leader = LeaderIdAndEpoch::sample(r, version); }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 5 {
+                this.log_start_offset = r.i64();
+            }
+            if version >= 8 {
+                this.record_errors = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| BatchIndexAndErrorMessage::sample(r, version))
+                        .collect()
+                };
+            }
+            if version >= 8 {
+                this.error_message = if (version >= 8) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 10 {
+                this.current_leader = LeaderIdAndEpoch::sample(r, version);
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -606,17 +972,48 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            if version >= 8 { wire::put_i32(s, *&self.batch_index); }
-            if !(version >= 8) && self.batch_index != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "BatchIndex", version }); }
-            if version >= 8 { match &self.batch_index_error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 8 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "BatchIndexErrorMessage", version }); } } } }
-            if !(version >= 8) && self.batch_index_error_message != None { return Err(EncodeError::FieldNotInVersion { field: "BatchIndexErrorMessage", version }); }
+            if version >= 8 {
+                wire::put_i32(s, *&self.batch_index);
+            }
+            if !(version >= 8) && self.batch_index != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "BatchIndex",
+                    version,
+                });
+            }
+            if version >= 8 {
+                match &self.batch_index_error_message {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 8 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "BatchIndexErrorMessage",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 8) && self.batch_index_error_message != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "BatchIndexErrorMessage",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -627,13 +1024,23 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            if version >= 8 { this.batch_index = wire::get_i32(b)?; }
-            if version >= 8 { this.batch_index_error_message = if version >= 8 { wire::get_opt_str(b, flexible, "BatchIndexErrorMessage")? } else { Some(wire::get_str(b, flexible, "BatchIndexErrorMessage")?) }; }
+            if version >= 8 {
+                this.batch_index = wire::get_i32(b)?;
+            }
+            if version >= 8 {
+                this.batch_index_error_message = if version >= 8 {
+                    wire::get_opt_str(b, flexible, "BatchIndexErrorMessage")?
+                } else {
+                    Some(wire::get_str(b, flexible, "BatchIndexErrorMessage")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -646,17 +1053,37 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 8 { m.insert("batchIndex".into(), Value::from(*&self.batch_index)); }
-            if version >= 8 { m.insert("batchIndexErrorMessage".into(), match &self.batch_index_error_message { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 8 {
+                m.insert("batchIndex".into(), Value::from(*&self.batch_index));
+            }
+            if version >= 8 {
+                m.insert(
+                    "batchIndexErrorMessage".into(),
+                    match &self.batch_index_error_message {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 8 { this.batch_index = r.i32(); }
-            if version >= 8 { this.batch_index_error_message = if (version >= 8) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 8 {
+                this.batch_index = r.i32();
+            }
+            if version >= 8 {
+                this.batch_index_error_message = if (version >= 8) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -686,17 +1113,34 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            if version >= 10 { wire::put_i32(s, *&self.leader_id); }
-            if !(version >= 10) && self.leader_id != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "LeaderId", version }); }
-            if version >= 10 { wire::put_i32(s, *&self.leader_epoch); }
-            if !(version >= 10) && self.leader_epoch != -1i32 { return Err(EncodeError::FieldNotInVersion { field: "LeaderEpoch", version }); }
+            if version >= 10 {
+                wire::put_i32(s, *&self.leader_id);
+            }
+            if !(version >= 10) && self.leader_id != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "LeaderId",
+                    version,
+                });
+            }
+            if version >= 10 {
+                wire::put_i32(s, *&self.leader_epoch);
+            }
+            if !(version >= 10) && self.leader_epoch != -1i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "LeaderEpoch",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -707,13 +1151,19 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            if version >= 10 { this.leader_id = wire::get_i32(b)?; }
-            if version >= 10 { this.leader_epoch = wire::get_i32(b)?; }
+            if version >= 10 {
+                this.leader_id = wire::get_i32(b)?;
+            }
+            if version >= 10 {
+                this.leader_epoch = wire::get_i32(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -726,17 +1176,27 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 10 { m.insert("leaderId".into(), Value::from(*&self.leader_id)); }
-            if version >= 10 { m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch)); }
+            if version >= 10 {
+                m.insert("leaderId".into(), Value::from(*&self.leader_id));
+            }
+            if version >= 10 {
+                m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 10 { this.leader_id = r.i32(); }
-            if version >= 10 { this.leader_epoch = r.i32(); }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 10 {
+                this.leader_id = r.i32();
+            }
+            if version >= 10 {
+                this.leader_epoch = r.i32();
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -772,21 +1232,66 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 9;
-            if version >= 10 { wire::put_i32(s, *&self.node_id); }
-            if !(version >= 10) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version >= 10 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 10) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 10 { wire::put_i32(s, *&self.port); }
-            if !(version >= 10) && self.port != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
-            if version >= 10 { match &self.rack { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 10 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "Rack", version }); } } } }
-            if !(version >= 10) && self.rack != None { return Err(EncodeError::FieldNotInVersion { field: "Rack", version }); }
+            if version >= 10 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version >= 10) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version >= 10 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 10) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 10 {
+                wire::put_i32(s, *&self.port);
+            }
+            if !(version >= 10) && self.port != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
+            if version >= 10 {
+                match &self.rack {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 10 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "Rack",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 10) && self.rack != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Rack",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -797,15 +1302,29 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 9;
             let mut this = Self::default();
-            if version >= 10 { this.node_id = wire::get_i32(b)?; }
-            if version >= 10 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 10 { this.port = wire::get_i32(b)?; }
-            if version >= 10 { this.rack = if version >= 10 { wire::get_opt_str(b, flexible, "Rack")? } else { Some(wire::get_str(b, flexible, "Rack")?) }; }
+            if version >= 10 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version >= 10 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 10 {
+                this.port = wire::get_i32(b)?;
+            }
+            if version >= 10 {
+                this.rack = if version >= 10 {
+                    wire::get_opt_str(b, flexible, "Rack")?
+                } else {
+                    Some(wire::get_str(b, flexible, "Rack")?)
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -818,23 +1337,50 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 10 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version >= 10 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 10 { m.insert("port".into(), Value::from(*&self.port)); }
-            if version >= 10 { m.insert("rack".into(), match &self.rack { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 10 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version >= 10 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 10 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
+            if version >= 10 {
+                m.insert(
+                    "rack".into(),
+                    match &self.rack {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 10 { this.node_id = r.i32(); }
-            if version >= 10 { this.host = r.string(); }
-            if version >= 10 { this.port = r.i32(); }
-            if version >= 10 { this.rack = if (version >= 10) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 9 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 10 {
+                this.node_id = r.i32();
+            }
+            if version >= 10 {
+                this.host = r.string();
+            }
+            if version >= 10 {
+                this.port = r.i32();
+            }
+            if version >= 10 {
+                this.rack = if (version >= 10) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 9 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `RequestHeader`, versions 1-2, flexible in 2.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,14 +45,24 @@ impl Encodable for RequestHeader {
         wire::put_i16(s, *&self.request_api_key);
         wire::put_i16(s, *&self.request_api_version);
         wire::put_i32(s, *&self.correlation_id);
-        match &self.client_id { Some(v) => { wire::put_str(s, v, false)?; } None => { wire::put_opt_str(s, None, false)?; } }
+        match &self.client_id {
+            Some(v) => {
+                wire::put_str(s, v, false)?;
+            }
+            None => {
+                wire::put_opt_str(s, None, false)?;
+            }
+        }
         if flexible {
             let mut n = self.unknown_tagged_fields.len();
             wire::put_uvarint(s, n as u32);
             let mut raw = self.unknown_tagged_fields.iter().peekable();
             wire::put_raw_tags_below(s, &mut raw, u32::MAX);
         } else if !self.unknown_tagged_fields.is_empty() {
-            return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+            return Err(EncodeError::FieldNotInVersion {
+                field: "unknown_tagged_fields",
+                version,
+            });
         }
         Ok(())
     }
@@ -71,7 +81,9 @@ impl Decodable for RequestHeader {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -85,9 +97,18 @@ impl OracleExt for RequestHeader {
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("requestApiKey".into(), Value::from(*&self.request_api_key));
-        m.insert("requestApiVersion".into(), Value::from(*&self.request_api_version));
+        m.insert(
+            "requestApiVersion".into(),
+            Value::from(*&self.request_api_version),
+        );
         m.insert("correlationId".into(), Value::from(*&self.correlation_id));
-        m.insert("clientId".into(), match &self.client_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
+        m.insert(
+            "clientId".into(),
+            match &self.client_id {
+                Some(v) => Value::String((v).to_string()),
+                None => Value::Null,
+            },
+        );
         Value::Object(m)
     }
 
@@ -97,8 +118,14 @@ impl OracleExt for RequestHeader {
         this.request_api_key = r.i16();
         this.request_api_version = r.i16();
         this.correlation_id = r.i32();
-        this.client_id = if (true) && r.null() { None } else { Some(r.string()) };
-        if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+        this.client_id = if (true) && r.null() {
+            None
+        } else {
+            Some(r.string())
+        };
+        if version >= 2 {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }

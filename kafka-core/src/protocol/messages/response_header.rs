@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `ResponseHeader`, versions 0-1, flexible in 1.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,10 @@ impl Encodable for ResponseHeader {
             let mut raw = self.unknown_tagged_fields.iter().peekable();
             wire::put_raw_tags_below(s, &mut raw, u32::MAX);
         } else if !self.unknown_tagged_fields.is_empty() {
-            return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+            return Err(EncodeError::FieldNotInVersion {
+                field: "unknown_tagged_fields",
+                version,
+            });
         }
         Ok(())
     }
@@ -56,7 +59,9 @@ impl Decodable for ResponseHeader {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -77,7 +82,9 @@ impl OracleExt for ResponseHeader {
     fn sample(r: &mut SampleRng, version: i16) -> Self {
         let mut this = Self::default();
         this.correlation_id = r.i32();
-        if version >= 1 { this.unknown_tagged_fields = r.unknown_tags(); }
+        if version >= 1 {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `SaslAuthenticateRequest`, versions 0-2, flexible in 2.
     #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +45,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -61,7 +64,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -82,11 +87,12 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.auth_bytes = r.bytes();
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `SaslAuthenticateResponse`.
@@ -96,10 +102,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `SaslAuthenticateResponse`, versions 0-2, flexible in 2.
     #[derive(Debug, Clone, PartialEq)]
@@ -133,16 +139,28 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 2;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_bytes(s, &self.auth_bytes, flexible)?;
-            if version >= 1 { wire::put_i64(s, *&self.session_lifetime_ms); }
+            if version >= 1 {
+                wire::put_i64(s, *&self.session_lifetime_ms);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -156,12 +174,16 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
             this.auth_bytes = wire::get_bytes(b, flexible, "AuthBytes")?;
-            if version >= 1 { this.session_lifetime_ms = wire::get_i64(b)?; }
+            if version >= 1 {
+                this.session_lifetime_ms = wire::get_i64(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -175,9 +197,20 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("authBytes".into(), oracle::json_bytes(&self.auth_bytes));
-            if version >= 1 { m.insert("sessionLifetimeMs".into(), Value::from(*&self.session_lifetime_ms)); }
+            if version >= 1 {
+                m.insert(
+                    "sessionLifetimeMs".into(),
+                    Value::from(*&self.session_lifetime_ms),
+                );
+            }
             Value::Object(m)
         }
 
@@ -185,12 +218,19 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.auth_bytes = r.bytes();
-            if version >= 1 { this.session_lifetime_ms = r.i64(); }
-            if version >= 2 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.session_lifetime_ms = r.i64();
+            }
+            if version >= 2 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `SaslHandshakeRequest`, versions 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +39,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             wire::put_str(s, &self.mechanism, false)?;
             if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -59,7 +62,10 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("mechanism".into(), Value::String((&self.mechanism).to_string()));
+            m.insert(
+                "mechanism".into(),
+                Value::String((&self.mechanism).to_string()),
+            );
             Value::Object(m)
         }
 
@@ -70,7 +76,6 @@ pub mod request {
             this
         }
     }
-
 }
 
 /// Types of the `SaslHandshakeResponse`.
@@ -80,10 +85,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `SaslHandshakeResponse`, versions 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -110,9 +115,15 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.mechanisms).len(), false)?; for e in (&self.mechanisms).iter() { wire::put_str(s, e, false)?; }
+            wire::put_array_len(s, (&self.mechanisms).len(), false)?;
+            for e in (&self.mechanisms).iter() {
+                wire::put_str(s, e, false)?;
+            }
             if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -123,7 +134,14 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            this.mechanisms = { let n = wire::get_array_len(b, false, "Mechanisms")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, false, "Mechanisms")?); } v };
+            this.mechanisms = {
+                let n = wire::get_array_len(b, false, "Mechanisms")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, false, "Mechanisms")?);
+                }
+                v
+            };
             Ok(this)
         }
     }
@@ -134,7 +152,15 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("mechanisms".into(), Value::Array((&self.mechanisms).iter().map(|e| Value::String((e).to_string())).collect()));
+            m.insert(
+                "mechanisms".into(),
+                Value::Array(
+                    (&self.mechanisms)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -142,9 +168,11 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.mechanisms = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
+            this.mechanisms = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ShareFetchRequest`, versions 1-2, flexible in 1-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -71,19 +71,48 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            match &self.group_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.member_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.group_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.member_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.share_session_epoch);
             wire::put_i32(s, *&self.max_wait_ms);
             wire::put_i32(s, *&self.min_bytes);
             wire::put_i32(s, *&self.max_bytes);
             wire::put_i32(s, *&self.max_records);
             wire::put_i32(s, *&self.batch_size);
-            if version >= 2 { wire::put_i8(s, *&self.share_acquire_mode); }
-            if version >= 2 { wire::put_bool(s, *&self.is_renew_ack); }
-            if !(version >= 2) && self.is_renew_ack != false { return Err(EncodeError::FieldNotInVersion { field: "IsRenewAck", version }); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.forgotten_topics_data).len(), flexible)?; for e in (&self.forgotten_topics_data).iter() { (e).encode(s, version)?; }
+            if version >= 2 {
+                wire::put_i8(s, *&self.share_acquire_mode);
+            }
+            if version >= 2 {
+                wire::put_bool(s, *&self.is_renew_ack);
+            }
+            if !(version >= 2) && self.is_renew_ack != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "IsRenewAck",
+                    version,
+                });
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.forgotten_topics_data).len(), flexible)?;
+            for e in (&self.forgotten_topics_data).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -107,15 +136,35 @@ pub mod request {
             this.max_bytes = wire::get_i32(b)?;
             this.max_records = wire::get_i32(b)?;
             this.batch_size = wire::get_i32(b)?;
-            if version >= 2 { this.share_acquire_mode = wire::get_i8(b)?; }
-            if version >= 2 { this.is_renew_ack = wire::get_bool(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(FetchTopic::decode(b, version)?); } v };
-            this.forgotten_topics_data = { let n = wire::get_array_len(b, flexible, "ForgottenTopicsData")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ForgottenTopic::decode(b, version)?); } v };
+            if version >= 2 {
+                this.share_acquire_mode = wire::get_i8(b)?;
+            }
+            if version >= 2 {
+                this.is_renew_ack = wire::get_bool(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(FetchTopic::decode(b, version)?);
+                }
+                v
+            };
+            this.forgotten_topics_data = {
+                let n = wire::get_array_len(b, flexible, "ForgottenTopicsData")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ForgottenTopic::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -128,37 +177,95 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), match &self.group_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("memberId".into(), match &self.member_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("shareSessionEpoch".into(), Value::from(*&self.share_session_epoch));
+            m.insert(
+                "groupId".into(),
+                match &self.group_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "memberId".into(),
+                match &self.member_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "shareSessionEpoch".into(),
+                Value::from(*&self.share_session_epoch),
+            );
             m.insert("maxWaitMs".into(), Value::from(*&self.max_wait_ms));
             m.insert("minBytes".into(), Value::from(*&self.min_bytes));
             m.insert("maxBytes".into(), Value::from(*&self.max_bytes));
             m.insert("maxRecords".into(), Value::from(*&self.max_records));
             m.insert("batchSize".into(), Value::from(*&self.batch_size));
-            if version >= 2 { m.insert("shareAcquireMode".into(), Value::from(*&self.share_acquire_mode)); }
-            if version >= 2 { m.insert("isRenewAck".into(), Value::from(*&self.is_renew_ack)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("forgottenTopicsData".into(), Value::Array((&self.forgotten_topics_data).iter().map(|e| (e).to_json(version)).collect()));
+            if version >= 2 {
+                m.insert(
+                    "shareAcquireMode".into(),
+                    Value::from(*&self.share_acquire_mode),
+                );
+            }
+            if version >= 2 {
+                m.insert("isRenewAck".into(), Value::from(*&self.is_renew_ack));
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "forgottenTopicsData".into(),
+                Value::Array(
+                    (&self.forgotten_topics_data)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.group_id = if (true) && r.null() { None } else { Some(r.string()) };
-            this.member_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.group_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.member_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.share_session_epoch = r.i32();
             this.max_wait_ms = r.i32();
             this.min_bytes = r.i32();
             this.max_bytes = r.i32();
             this.max_records = r.i32();
             this.batch_size = r.i32();
-            if version >= 2 { this.share_acquire_mode = r.i8(); }
-            if version >= 2 { this.is_renew_ack = r.bool(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| FetchTopic::sample(r, version)).collect() };
-            this.forgotten_topics_data = { let n = r.len(); (0..n).map(|_| ForgottenTopic::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.share_acquire_mode = r.i8();
+            }
+            if version >= 2 {
+                this.is_renew_ack = r.bool();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| FetchTopic::sample(r, version)).collect()
+            };
+            this.forgotten_topics_data = {
+                let n = r.len();
+                (0..n).map(|_| ForgottenTopic::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -189,7 +296,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -206,12 +316,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(FetchPartition::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(FetchPartition::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -224,8 +343,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -233,8 +363,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| FetchPartition::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| FetchPartition::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -265,7 +400,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.partition_index);
-            wire::put_array_len(s, (&self.acknowledgement_batches).len(), flexible)?; for e in (&self.acknowledgement_batches).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.acknowledgement_batches).len(), flexible)?;
+            for e in (&self.acknowledgement_batches).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -282,12 +420,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.partition_index = wire::get_i32(b)?;
-            this.acknowledgement_batches = { let n = wire::get_array_len(b, flexible, "AcknowledgementBatches")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AcknowledgementBatch::decode(b, version)?); } v };
+            this.acknowledgement_batches = {
+                let n = wire::get_array_len(b, flexible, "AcknowledgementBatches")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(AcknowledgementBatch::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -301,7 +448,15 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
-            m.insert("acknowledgementBatches".into(), Value::Array((&self.acknowledgement_batches).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "acknowledgementBatches".into(),
+                Value::Array(
+                    (&self.acknowledgement_batches)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -309,8 +464,15 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.partition_index = r.i32();
-            this.acknowledgement_batches = { let n = r.len(); (0..n).map(|_| AcknowledgementBatch::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.acknowledgement_batches = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| AcknowledgementBatch::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -345,7 +507,10 @@ pub mod request {
             let flexible = true;
             wire::put_i64(s, *&self.first_offset);
             wire::put_i64(s, *&self.last_offset);
-            wire::put_array_len(s, (&self.acknowledge_types).len(), flexible)?; for e in (&self.acknowledge_types).iter() { wire::put_i8(s, *e); }
+            wire::put_array_len(s, (&self.acknowledge_types).len(), flexible)?;
+            for e in (&self.acknowledge_types).iter() {
+                wire::put_i8(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -363,12 +528,21 @@ pub mod request {
             let mut this = Self::default();
             this.first_offset = wire::get_i64(b)?;
             this.last_offset = wire::get_i64(b)?;
-            this.acknowledge_types = { let n = wire::get_array_len(b, flexible, "AcknowledgeTypes")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i8(b)?); } v };
+            this.acknowledge_types = {
+                let n = wire::get_array_len(b, flexible, "AcknowledgeTypes")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i8(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -383,7 +557,15 @@ pub mod request {
             let mut m = serde_json::Map::new();
             m.insert("firstOffset".into(), Value::from(*&self.first_offset));
             m.insert("lastOffset".into(), Value::from(*&self.last_offset));
-            m.insert("acknowledgeTypes".into(), Value::Array((&self.acknowledge_types).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "acknowledgeTypes".into(),
+                Value::Array(
+                    (&self.acknowledge_types)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -392,8 +574,13 @@ pub mod request {
             let mut this = Self::default();
             this.first_offset = r.i64();
             this.last_offset = r.i64();
-            this.acknowledge_types = { let n = r.len(); (0..n).map(|_| r.i8()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.acknowledge_types = {
+                let n = r.len();
+                (0..n).map(|_| r.i8()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -424,7 +611,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -441,12 +631,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -459,8 +658,14 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -468,12 +673,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ShareFetchResponse`.
@@ -483,10 +692,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ShareFetchResponse`, versions 1-2, flexible in 1-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -527,10 +736,23 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.acquisition_lock_timeout_ms);
-            wire::put_array_len(s, (&self.responses).len(), flexible)?; for e in (&self.responses).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.responses).len(), flexible)?;
+            for e in (&self.responses).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+            for e in (&self.node_endpoints).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -550,13 +772,29 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
             this.acquisition_lock_timeout_ms = wire::get_i32(b)?;
-            this.responses = { let n = wire::get_array_len(b, flexible, "Responses")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(ShareFetchableTopicResponse::decode(b, version)?); } v };
-            this.node_endpoints = { let n = wire::get_array_len(b, flexible, "NodeEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(NodeEndpoint::decode(b, version)?); } v };
+            this.responses = {
+                let n = wire::get_array_len(b, flexible, "Responses")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(ShareFetchableTopicResponse::decode(b, version)?);
+                }
+                v
+            };
+            this.node_endpoints = {
+                let n = wire::get_array_len(b, flexible, "NodeEndpoints")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(NodeEndpoint::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -569,12 +807,40 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("acquisitionLockTimeoutMs".into(), Value::from(*&self.acquisition_lock_timeout_ms));
-            m.insert("responses".into(), Value::Array((&self.responses).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("nodeEndpoints".into(), Value::Array((&self.node_endpoints).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "acquisitionLockTimeoutMs".into(),
+                Value::from(*&self.acquisition_lock_timeout_ms),
+            );
+            m.insert(
+                "responses".into(),
+                Value::Array(
+                    (&self.responses)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "nodeEndpoints".into(),
+                Value::Array(
+                    (&self.node_endpoints)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -583,11 +849,25 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.acquisition_lock_timeout_ms = r.i32();
-            this.responses = { let n = r.len(); (0..n).map(|_| ShareFetchableTopicResponse::sample(r, version)).collect() };
-            this.node_endpoints = { let n = r.len(); (0..n).map(|_| NodeEndpoint::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.responses = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| ShareFetchableTopicResponse::sample(r, version))
+                    .collect()
+            };
+            this.node_endpoints = {
+                let n = r.len();
+                (0..n).map(|_| NodeEndpoint::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -618,7 +898,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -635,12 +918,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -653,8 +945,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -662,8 +965,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -713,12 +1021,29 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.partition_index);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i16(s, *&self.acknowledge_error_code);
-            match &self.acknowledge_error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.acknowledge_error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             (&self.current_leader).encode(s, version)?;
             wire::put_bytes(s, &self.records, flexible)?;
-            wire::put_array_len(s, (&self.acquired_records).len(), flexible)?; for e in (&self.acquired_records).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.acquired_records).len(), flexible)?;
+            for e in (&self.acquired_records).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -738,15 +1063,25 @@ pub mod response {
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
             this.acknowledge_error_code = wire::get_i16(b)?;
-            this.acknowledge_error_message = wire::get_opt_str(b, flexible, "AcknowledgeErrorMessage")?;
+            this.acknowledge_error_message =
+                wire::get_opt_str(b, flexible, "AcknowledgeErrorMessage")?;
             this.current_leader = LeaderIdAndEpoch::decode(b, version)?;
             this.records = wire::get_bytes(b, flexible, "Records")?;
-            this.acquired_records = { let n = wire::get_array_len(b, flexible, "AcquiredRecords")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(AcquiredRecords::decode(b, version)?); } v };
+            this.acquired_records = {
+                let n = wire::get_array_len(b, flexible, "AcquiredRecords")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(AcquiredRecords::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -761,12 +1096,38 @@ pub mod response {
             let mut m = serde_json::Map::new();
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("acknowledgeErrorCode".into(), Value::from(*&self.acknowledge_error_code));
-            m.insert("acknowledgeErrorMessage".into(), match &self.acknowledge_error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("currentLeader".into(), (&self.current_leader).to_json(version));
-            m.insert("records".into(), oracle::json_bytes(&self.records));
-            m.insert("acquiredRecords".into(), Value::Array((&self.acquired_records).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "acknowledgeErrorCode".into(),
+                Value::from(*&self.acknowledge_error_code),
+            );
+            m.insert(
+                "acknowledgeErrorMessage".into(),
+                match &self.acknowledge_error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "currentLeader".into(),
+                (&self.current_leader).to_json(version),
+            );
+            m.insert("records".into(), Value::String(String::new()));
+            m.insert(
+                "acquiredRecords".into(),
+                Value::Array(
+                    (&self.acquired_records)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -775,13 +1136,28 @@ pub mod response {
             let mut this = Self::default();
             this.partition_index = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.acknowledge_error_code = r.i16();
-            this.acknowledge_error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.acknowledge_error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.current_leader = LeaderIdAndEpoch::sample(r, version);
             this.records = r.bytes();
-            this.acquired_records = { let n = r.len(); (0..n).map(|_| AcquiredRecords::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.acquired_records = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| AcquiredRecords::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -834,7 +1210,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -857,7 +1235,9 @@ pub mod response {
             let mut this = Self::default();
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -915,7 +1295,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -940,7 +1322,9 @@ pub mod response {
             this.first_offset = r.i64();
             this.last_offset = r.i64();
             this.delivery_count = r.i16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -979,7 +1363,14 @@ pub mod response {
             wire::put_i32(s, *&self.node_id);
             wire::put_str(s, &self.host, flexible)?;
             wire::put_i32(s, *&self.port);
-            match &self.rack { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.rack {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -1003,7 +1394,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1019,7 +1412,13 @@ pub mod response {
             m.insert("nodeId".into(), Value::from(*&self.node_id));
             m.insert("host".into(), Value::String((&self.host).to_string()));
             m.insert("port".into(), Value::from(*&self.port));
-            m.insert("rack".into(), match &self.rack { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "rack".into(),
+                match &self.rack {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -1029,10 +1428,15 @@ pub mod response {
             this.node_id = r.i32();
             this.host = r.string();
             this.port = r.i32();
-            this.rack = if (true) && r.null() { None } else { Some(r.string()) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.rack = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ShareGroupDescribeRequest`, versions 1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +41,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.group_ids).len(), flexible)?; for e in (&self.group_ids).iter() { wire::put_str(s, e, flexible)?; }
+            wire::put_array_len(s, (&self.group_ids).len(), flexible)?;
+            for e in (&self.group_ids).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
             wire::put_bool(s, *&self.include_authorized_operations);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -58,13 +61,22 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.group_ids = { let n = wire::get_array_len(b, flexible, "GroupIds")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "GroupIds")?); } v };
+            this.group_ids = {
+                let n = wire::get_array_len(b, flexible, "GroupIds")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "GroupIds")?);
+                }
+                v
+            };
             this.include_authorized_operations = wire::get_bool(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -77,21 +89,36 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupIds".into(), Value::Array((&self.group_ids).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("includeAuthorizedOperations".into(), Value::from(*&self.include_authorized_operations));
+            m.insert(
+                "groupIds".into(),
+                Value::Array(
+                    (&self.group_ids)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "includeAuthorizedOperations".into(),
+                Value::from(*&self.include_authorized_operations),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.group_ids = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
+            this.group_ids = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
             this.include_authorized_operations = r.bool();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `ShareGroupDescribeResponse`.
@@ -101,10 +128,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `ShareGroupDescribeResponse`, versions 1, flexible in 1.
     #[derive(Debug, Clone, PartialEq)]
@@ -132,7 +159,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.groups).len(), flexible)?;
+            for e in (&self.groups).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -149,12 +179,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribedGroup::decode(b, version)?); } v };
+            this.groups = {
+                let n = wire::get_array_len(b, flexible, "Groups")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribedGroup::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -167,8 +206,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "groups".into(),
+                Value::Array(
+                    (&self.groups)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -176,8 +226,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.groups = { let n = r.len(); (0..n).map(|_| DescribedGroup::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.groups = {
+                let n = r.len();
+                (0..n).map(|_| DescribedGroup::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -229,13 +284,23 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_str(s, &self.group_id, flexible)?;
             wire::put_str(s, &self.group_state, flexible)?;
             wire::put_i32(s, *&self.group_epoch);
             wire::put_i32(s, *&self.assignment_epoch);
             wire::put_str(s, &self.assignor_name, flexible)?;
-            wire::put_array_len(s, (&self.members).len(), flexible)?; for e in (&self.members).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.members).len(), flexible)?;
+            for e in (&self.members).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i32(s, *&self.authorized_operations);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -259,13 +324,22 @@ pub mod response {
             this.group_epoch = wire::get_i32(b)?;
             this.assignment_epoch = wire::get_i32(b)?;
             this.assignor_name = wire::get_str(b, flexible, "AssignorName")?;
-            this.members = { let n = wire::get_array_len(b, flexible, "Members")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Member::decode(b, version)?); } v };
+            this.members = {
+                let n = wire::get_array_len(b, flexible, "Members")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Member::decode(b, version)?);
+                }
+                v
+            };
             this.authorized_operations = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -279,14 +353,43 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("groupState".into(), Value::String((&self.group_state).to_string()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "groupState".into(),
+                Value::String((&self.group_state).to_string()),
+            );
             m.insert("groupEpoch".into(), Value::from(*&self.group_epoch));
-            m.insert("assignmentEpoch".into(), Value::from(*&self.assignment_epoch));
-            m.insert("assignorName".into(), Value::String((&self.assignor_name).to_string()));
-            m.insert("members".into(), Value::Array((&self.members).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("authorizedOperations".into(), Value::from(*&self.authorized_operations));
+            m.insert(
+                "assignmentEpoch".into(),
+                Value::from(*&self.assignment_epoch),
+            );
+            m.insert(
+                "assignorName".into(),
+                Value::String((&self.assignor_name).to_string()),
+            );
+            m.insert(
+                "members".into(),
+                Value::Array(
+                    (&self.members)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "authorizedOperations".into(),
+                Value::from(*&self.authorized_operations),
+            );
             Value::Object(m)
         }
 
@@ -294,15 +397,24 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.group_id = r.string();
             this.group_state = r.string();
             this.group_epoch = r.i32();
             this.assignment_epoch = r.i32();
             this.assignor_name = r.string();
-            this.members = { let n = r.len(); (0..n).map(|_| Member::sample(r, version)).collect() };
+            this.members = {
+                let n = r.len();
+                (0..n).map(|_| Member::sample(r, version)).collect()
+            };
             this.authorized_operations = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -348,11 +460,21 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.member_id, flexible)?;
-            match &self.rack_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.rack_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.member_epoch);
             wire::put_str(s, &self.client_id, flexible)?;
             wire::put_str(s, &self.client_host, flexible)?;
-            wire::put_array_len(s, (&self.subscribed_topic_names).len(), flexible)?; for e in (&self.subscribed_topic_names).iter() { wire::put_str(s, e, flexible)?; }
+            wire::put_array_len(s, (&self.subscribed_topic_names).len(), flexible)?;
+            for e in (&self.subscribed_topic_names).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
             (&self.assignment).encode(s, version)?;
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -374,13 +496,22 @@ pub mod response {
             this.member_epoch = wire::get_i32(b)?;
             this.client_id = wire::get_str(b, flexible, "ClientId")?;
             this.client_host = wire::get_str(b, flexible, "ClientHost")?;
-            this.subscribed_topic_names = { let n = wire::get_array_len(b, flexible, "SubscribedTopicNames")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "SubscribedTopicNames")?); } v };
+            this.subscribed_topic_names = {
+                let n = wire::get_array_len(b, flexible, "SubscribedTopicNames")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "SubscribedTopicNames")?);
+                }
+                v
+            };
             this.assignment = Assignment::decode(b, version)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -393,12 +524,35 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
-            m.insert("rackId".into(), match &self.rack_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
+            m.insert(
+                "rackId".into(),
+                match &self.rack_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             m.insert("memberEpoch".into(), Value::from(*&self.member_epoch));
-            m.insert("clientId".into(), Value::String((&self.client_id).to_string()));
-            m.insert("clientHost".into(), Value::String((&self.client_host).to_string()));
-            m.insert("subscribedTopicNames".into(), Value::Array((&self.subscribed_topic_names).iter().map(|e| Value::String((e).to_string())).collect()));
+            m.insert(
+                "clientId".into(),
+                Value::String((&self.client_id).to_string()),
+            );
+            m.insert(
+                "clientHost".into(),
+                Value::String((&self.client_host).to_string()),
+            );
+            m.insert(
+                "subscribedTopicNames".into(),
+                Value::Array(
+                    (&self.subscribed_topic_names)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
             m.insert("assignment".into(), (&self.assignment).to_json(version));
             Value::Object(m)
         }
@@ -407,13 +561,22 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.member_id = r.string();
-            this.rack_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.rack_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.member_epoch = r.i32();
             this.client_id = r.string();
             this.client_host = r.string();
-            this.subscribed_topic_names = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
+            this.subscribed_topic_names = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
             this.assignment = Assignment::sample(r, version);
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -448,7 +611,10 @@ pub mod response {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -466,12 +632,21 @@ pub mod response {
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -484,9 +659,18 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -495,8 +679,13 @@ pub mod response {
             let mut this = Self::default();
             this.topic_id = r.uuid();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -523,7 +712,10 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.topic_partitions).len(), flexible)?; for e in (&self.topic_partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topic_partitions).len(), flexible)?;
+            for e in (&self.topic_partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -539,12 +731,21 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.topic_partitions = { let n = wire::get_array_len(b, flexible, "TopicPartitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicPartitions::decode(b, version)?); } v };
+            this.topic_partitions = {
+                let n = wire::get_array_len(b, flexible, "TopicPartitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicPartitions::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -557,17 +758,31 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicPartitions".into(), Value::Array((&self.topic_partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicPartitions".into(),
+                Value::Array(
+                    (&self.topic_partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.topic_partitions = { let n = r.len(); (0..n).map(|_| TopicPartitions::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topic_partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| TopicPartitions::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `SnapshotHeaderRecord`, versions 0, flexible in 0.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,9 @@ impl Decodable for SnapshotHeaderRecord {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -73,7 +75,10 @@ impl OracleExt for SnapshotHeaderRecord {
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("version".into(), Value::from(*&self.version));
-        m.insert("lastContainedLogTimestamp".into(), Value::from(*&self.last_contained_log_timestamp));
+        m.insert(
+            "lastContainedLogTimestamp".into(),
+            Value::from(*&self.last_contained_log_timestamp),
+        );
         Value::Object(m)
     }
 
@@ -82,7 +87,9 @@ impl OracleExt for SnapshotHeaderRecord {
         let mut this = Self::default();
         this.version = r.i16();
         this.last_contained_log_timestamp = r.i64();
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `StreamsGroupDescribeRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +41,10 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.group_ids).len(), flexible)?; for e in (&self.group_ids).iter() { wire::put_str(s, e, flexible)?; }
+            wire::put_array_len(s, (&self.group_ids).len(), flexible)?;
+            for e in (&self.group_ids).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
             wire::put_bool(s, *&self.include_authorized_operations);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -58,13 +61,22 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.group_ids = { let n = wire::get_array_len(b, flexible, "GroupIds")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "GroupIds")?); } v };
+            this.group_ids = {
+                let n = wire::get_array_len(b, flexible, "GroupIds")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "GroupIds")?);
+                }
+                v
+            };
             this.include_authorized_operations = wire::get_bool(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -77,21 +89,36 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupIds".into(), Value::Array((&self.group_ids).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("includeAuthorizedOperations".into(), Value::from(*&self.include_authorized_operations));
+            m.insert(
+                "groupIds".into(),
+                Value::Array(
+                    (&self.group_ids)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "includeAuthorizedOperations".into(),
+                Value::from(*&self.include_authorized_operations),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.group_ids = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
+            this.group_ids = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
             this.include_authorized_operations = r.bool();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `StreamsGroupDescribeResponse`.
@@ -101,10 +128,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `StreamsGroupDescribeResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -132,7 +159,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
-            wire::put_array_len(s, (&self.groups).len(), flexible)?; for e in (&self.groups).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.groups).len(), flexible)?;
+            for e in (&self.groups).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -149,12 +179,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.throttle_time_ms = wire::get_i32(b)?;
-            this.groups = { let n = wire::get_array_len(b, flexible, "Groups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(DescribedGroup::decode(b, version)?); } v };
+            this.groups = {
+                let n = wire::get_array_len(b, flexible, "Groups")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(DescribedGroup::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -167,8 +206,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
-            m.insert("groups".into(), Value::Array((&self.groups).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
+            m.insert(
+                "groups".into(),
+                Value::Array(
+                    (&self.groups)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -176,8 +226,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
-            this.groups = { let n = r.len(); (0..n).map(|_| DescribedGroup::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.groups = {
+                let n = r.len();
+                (0..n).map(|_| DescribedGroup::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -229,13 +284,31 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_str(s, &self.group_id, flexible)?;
             wire::put_str(s, &self.group_state, flexible)?;
             wire::put_i32(s, *&self.group_epoch);
             wire::put_i32(s, *&self.assignment_epoch);
-            match &self.topology { Some(v) => { wire::put_i8(s, 1); (v).encode(s, version)?; } None => { wire::put_i8(s, -1); } }
-            wire::put_array_len(s, (&self.members).len(), flexible)?; for e in (&self.members).iter() { (e).encode(s, version)?; }
+            match &self.topology {
+                Some(v) => {
+                    wire::put_i8(s, 1);
+                    (v).encode(s, version)?;
+                }
+                None => {
+                    wire::put_i8(s, -1);
+                }
+            }
+            wire::put_array_len(s, (&self.members).len(), flexible)?;
+            for e in (&self.members).iter() {
+                (e).encode(s, version)?;
+            }
             wire::put_i32(s, *&self.authorized_operations);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -258,14 +331,27 @@ pub mod response {
             this.group_state = wire::get_str(b, flexible, "GroupState")?;
             this.group_epoch = wire::get_i32(b)?;
             this.assignment_epoch = wire::get_i32(b)?;
-            this.topology = if wire::get_i8(b)? < 0 { None } else { Some(Topology::decode(b, version)?) };
-            this.members = { let n = wire::get_array_len(b, flexible, "Members")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Member::decode(b, version)?); } v };
+            this.topology = if wire::get_i8(b)? < 0 {
+                None
+            } else {
+                Some(Topology::decode(b, version)?)
+            };
+            this.members = {
+                let n = wire::get_array_len(b, flexible, "Members")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Member::decode(b, version)?);
+                }
+                v
+            };
             this.authorized_operations = wire::get_i32(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -279,14 +365,46 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("groupState".into(), Value::String((&self.group_state).to_string()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "groupState".into(),
+                Value::String((&self.group_state).to_string()),
+            );
             m.insert("groupEpoch".into(), Value::from(*&self.group_epoch));
-            m.insert("assignmentEpoch".into(), Value::from(*&self.assignment_epoch));
-            m.insert("topology".into(), match &self.topology { Some(v) => (v).to_json(version), None => Value::Null });
-            m.insert("members".into(), Value::Array((&self.members).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("authorizedOperations".into(), Value::from(*&self.authorized_operations));
+            m.insert(
+                "assignmentEpoch".into(),
+                Value::from(*&self.assignment_epoch),
+            );
+            m.insert(
+                "topology".into(),
+                match &self.topology {
+                    Some(v) => (v).to_json(version),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "members".into(),
+                Value::Array(
+                    (&self.members)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "authorizedOperations".into(),
+                Value::from(*&self.authorized_operations),
+            );
             Value::Object(m)
         }
 
@@ -294,15 +412,28 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.group_id = r.string();
             this.group_state = r.string();
             this.group_epoch = r.i32();
             this.assignment_epoch = r.i32();
-            this.topology = if (true) && r.null() { None } else { Some(Topology::sample(r, version)) };
-            this.members = { let n = r.len(); (0..n).map(|_| Member::sample(r, version)).collect() };
+            this.topology = if (true) && r.null() {
+                None
+            } else {
+                Some(Topology::sample(r, version))
+            };
+            this.members = {
+                let n = r.len();
+                (0..n).map(|_| Member::sample(r, version)).collect()
+            };
             this.authorized_operations = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -333,7 +464,17 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.epoch);
-            match &self.subtopologies { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.subtopologies {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -350,12 +491,23 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.epoch = wire::get_i32(b)?;
-            this.subtopologies = match wire::get_opt_array_len(b, flexible, "Subtopologies")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Subtopology::decode(b, version)?); } Some(v) } };
+            this.subtopologies = match wire::get_opt_array_len(b, flexible, "Subtopologies")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(Subtopology::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -369,7 +521,13 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("epoch".into(), Value::from(*&self.epoch));
-            m.insert("subtopologies".into(), match &self.subtopologies { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
+            m.insert(
+                "subtopologies".into(),
+                match &self.subtopologies {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -377,8 +535,17 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.epoch = r.i32();
-            this.subtopologies = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| Subtopology::sample(r, version)).collect() }) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.subtopologies = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| Subtopology::sample(r, version)).collect()
+                })
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -418,10 +585,22 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.subtopology_id, flexible)?;
-            wire::put_array_len(s, (&self.source_topics).len(), flexible)?; for e in (&self.source_topics).iter() { wire::put_str(s, e, flexible)?; }
-            wire::put_array_len(s, (&self.repartition_sink_topics).len(), flexible)?; for e in (&self.repartition_sink_topics).iter() { wire::put_str(s, e, flexible)?; }
-            wire::put_array_len(s, (&self.state_changelog_topics).len(), flexible)?; for e in (&self.state_changelog_topics).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.repartition_source_topics).len(), flexible)?; for e in (&self.repartition_source_topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.source_topics).len(), flexible)?;
+            for e in (&self.source_topics).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
+            wire::put_array_len(s, (&self.repartition_sink_topics).len(), flexible)?;
+            for e in (&self.repartition_sink_topics).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
+            wire::put_array_len(s, (&self.state_changelog_topics).len(), flexible)?;
+            for e in (&self.state_changelog_topics).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.repartition_source_topics).len(), flexible)?;
+            for e in (&self.repartition_source_topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -438,15 +617,45 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.subtopology_id = wire::get_str(b, flexible, "SubtopologyId")?;
-            this.source_topics = { let n = wire::get_array_len(b, flexible, "SourceTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "SourceTopics")?); } v };
-            this.repartition_sink_topics = { let n = wire::get_array_len(b, flexible, "RepartitionSinkTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "RepartitionSinkTopics")?); } v };
-            this.state_changelog_topics = { let n = wire::get_array_len(b, flexible, "StateChangelogTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicInfo::decode(b, version)?); } v };
-            this.repartition_source_topics = { let n = wire::get_array_len(b, flexible, "RepartitionSourceTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicInfo::decode(b, version)?); } v };
+            this.source_topics = {
+                let n = wire::get_array_len(b, flexible, "SourceTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "SourceTopics")?);
+                }
+                v
+            };
+            this.repartition_sink_topics = {
+                let n = wire::get_array_len(b, flexible, "RepartitionSinkTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "RepartitionSinkTopics")?);
+                }
+                v
+            };
+            this.state_changelog_topics = {
+                let n = wire::get_array_len(b, flexible, "StateChangelogTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicInfo::decode(b, version)?);
+                }
+                v
+            };
+            this.repartition_source_topics = {
+                let n = wire::get_array_len(b, flexible, "RepartitionSourceTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicInfo::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -459,11 +668,46 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("subtopologyId".into(), Value::String((&self.subtopology_id).to_string()));
-            m.insert("sourceTopics".into(), Value::Array((&self.source_topics).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("repartitionSinkTopics".into(), Value::Array((&self.repartition_sink_topics).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("stateChangelogTopics".into(), Value::Array((&self.state_changelog_topics).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("repartitionSourceTopics".into(), Value::Array((&self.repartition_source_topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "subtopologyId".into(),
+                Value::String((&self.subtopology_id).to_string()),
+            );
+            m.insert(
+                "sourceTopics".into(),
+                Value::Array(
+                    (&self.source_topics)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "repartitionSinkTopics".into(),
+                Value::Array(
+                    (&self.repartition_sink_topics)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "stateChangelogTopics".into(),
+                Value::Array(
+                    (&self.state_changelog_topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "repartitionSourceTopics".into(),
+                Value::Array(
+                    (&self.repartition_source_topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -471,11 +715,25 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.subtopology_id = r.string();
-            this.source_topics = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            this.repartition_sink_topics = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            this.state_changelog_topics = { let n = r.len(); (0..n).map(|_| TopicInfo::sample(r, version)).collect() };
-            this.repartition_source_topics = { let n = r.len(); (0..n).map(|_| TopicInfo::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.source_topics = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            this.repartition_sink_topics = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            this.state_changelog_topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicInfo::sample(r, version)).collect()
+            };
+            this.repartition_source_topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicInfo::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -546,16 +804,47 @@ pub mod response {
             let flexible = true;
             wire::put_str(s, &self.member_id, flexible)?;
             wire::put_i32(s, *&self.member_epoch);
-            match &self.instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.rack_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.instance_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.rack_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_str(s, &self.client_id, flexible)?;
             wire::put_str(s, &self.client_host, flexible)?;
             wire::put_i32(s, *&self.topology_epoch);
             wire::put_str(s, &self.process_id, flexible)?;
-            match &self.user_endpoint { Some(v) => { wire::put_i8(s, 1); (v).encode(s, version)?; } None => { wire::put_i8(s, -1); } }
-            wire::put_array_len(s, (&self.client_tags).len(), flexible)?; for e in (&self.client_tags).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.task_offsets).len(), flexible)?; for e in (&self.task_offsets).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.task_end_offsets).len(), flexible)?; for e in (&self.task_end_offsets).iter() { (e).encode(s, version)?; }
+            match &self.user_endpoint {
+                Some(v) => {
+                    wire::put_i8(s, 1);
+                    (v).encode(s, version)?;
+                }
+                None => {
+                    wire::put_i8(s, -1);
+                }
+            }
+            wire::put_array_len(s, (&self.client_tags).len(), flexible)?;
+            for e in (&self.client_tags).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.task_offsets).len(), flexible)?;
+            for e in (&self.task_offsets).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.task_end_offsets).len(), flexible)?;
+            for e in (&self.task_end_offsets).iter() {
+                (e).encode(s, version)?;
+            }
             (&self.assignment).encode(s, version)?;
             (&self.target_assignment).encode(s, version)?;
             wire::put_bool(s, *&self.is_classic);
@@ -582,10 +871,35 @@ pub mod response {
             this.client_host = wire::get_str(b, flexible, "ClientHost")?;
             this.topology_epoch = wire::get_i32(b)?;
             this.process_id = wire::get_str(b, flexible, "ProcessId")?;
-            this.user_endpoint = if wire::get_i8(b)? < 0 { None } else { Some(Endpoint::decode(b, version)?) };
-            this.client_tags = { let n = wire::get_array_len(b, flexible, "ClientTags")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(KeyValue::decode(b, version)?); } v };
-            this.task_offsets = { let n = wire::get_array_len(b, flexible, "TaskOffsets")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskOffset::decode(b, version)?); } v };
-            this.task_end_offsets = { let n = wire::get_array_len(b, flexible, "TaskEndOffsets")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskOffset::decode(b, version)?); } v };
+            this.user_endpoint = if wire::get_i8(b)? < 0 {
+                None
+            } else {
+                Some(Endpoint::decode(b, version)?)
+            };
+            this.client_tags = {
+                let n = wire::get_array_len(b, flexible, "ClientTags")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(KeyValue::decode(b, version)?);
+                }
+                v
+            };
+            this.task_offsets = {
+                let n = wire::get_array_len(b, flexible, "TaskOffsets")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TaskOffset::decode(b, version)?);
+                }
+                v
+            };
+            this.task_end_offsets = {
+                let n = wire::get_array_len(b, flexible, "TaskEndOffsets")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TaskOffset::decode(b, version)?);
+                }
+                v
+            };
             this.assignment = Assignment::decode(b, version)?;
             this.target_assignment = Assignment::decode(b, version)?;
             this.is_classic = wire::get_bool(b)?;
@@ -593,7 +907,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -606,20 +922,77 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
             m.insert("memberEpoch".into(), Value::from(*&self.member_epoch));
-            m.insert("instanceId".into(), match &self.instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("rackId".into(), match &self.rack_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("clientId".into(), Value::String((&self.client_id).to_string()));
-            m.insert("clientHost".into(), Value::String((&self.client_host).to_string()));
+            m.insert(
+                "instanceId".into(),
+                match &self.instance_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "rackId".into(),
+                match &self.rack_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "clientId".into(),
+                Value::String((&self.client_id).to_string()),
+            );
+            m.insert(
+                "clientHost".into(),
+                Value::String((&self.client_host).to_string()),
+            );
             m.insert("topologyEpoch".into(), Value::from(*&self.topology_epoch));
-            m.insert("processId".into(), Value::String((&self.process_id).to_string()));
-            m.insert("userEndpoint".into(), match &self.user_endpoint { Some(v) => (v).to_json(version), None => Value::Null });
-            m.insert("clientTags".into(), Value::Array((&self.client_tags).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("taskOffsets".into(), Value::Array((&self.task_offsets).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("taskEndOffsets".into(), Value::Array((&self.task_end_offsets).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "processId".into(),
+                Value::String((&self.process_id).to_string()),
+            );
+            m.insert(
+                "userEndpoint".into(),
+                match &self.user_endpoint {
+                    Some(v) => (v).to_json(version),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "clientTags".into(),
+                Value::Array(
+                    (&self.client_tags)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "taskOffsets".into(),
+                Value::Array(
+                    (&self.task_offsets)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "taskEndOffsets".into(),
+                Value::Array(
+                    (&self.task_end_offsets)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             m.insert("assignment".into(), (&self.assignment).to_json(version));
-            m.insert("targetAssignment".into(), (&self.target_assignment).to_json(version));
+            m.insert(
+                "targetAssignment".into(),
+                (&self.target_assignment).to_json(version),
+            );
             m.insert("isClassic".into(), Value::from(*&self.is_classic));
             Value::Object(m)
         }
@@ -629,20 +1002,43 @@ pub mod response {
             let mut this = Self::default();
             this.member_id = r.string();
             this.member_epoch = r.i32();
-            this.instance_id = if (true) && r.null() { None } else { Some(r.string()) };
-            this.rack_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.instance_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.rack_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.client_id = r.string();
             this.client_host = r.string();
             this.topology_epoch = r.i32();
             this.process_id = r.string();
-            this.user_endpoint = if (true) && r.null() { None } else { Some(Endpoint::sample(r, version)) };
-            this.client_tags = { let n = r.len(); (0..n).map(|_| KeyValue::sample(r, version)).collect() };
-            this.task_offsets = { let n = r.len(); (0..n).map(|_| TaskOffset::sample(r, version)).collect() };
-            this.task_end_offsets = { let n = r.len(); (0..n).map(|_| TaskOffset::sample(r, version)).collect() };
+            this.user_endpoint = if (true) && r.null() {
+                None
+            } else {
+                Some(Endpoint::sample(r, version))
+            };
+            this.client_tags = {
+                let n = r.len();
+                (0..n).map(|_| KeyValue::sample(r, version)).collect()
+            };
+            this.task_offsets = {
+                let n = r.len();
+                (0..n).map(|_| TaskOffset::sample(r, version)).collect()
+            };
+            this.task_end_offsets = {
+                let n = r.len();
+                (0..n).map(|_| TaskOffset::sample(r, version)).collect()
+            };
             this.assignment = Assignment::sample(r, version);
             this.target_assignment = Assignment::sample(r, version);
             this.is_classic = r.bool();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -695,7 +1091,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -718,7 +1116,9 @@ pub mod response {
             let mut this = Self::default();
             this.host = r.string();
             this.port = r.u16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -776,7 +1176,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -789,7 +1191,10 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("subtopologyId".into(), Value::String((&self.subtopology_id).to_string()));
+            m.insert(
+                "subtopologyId".into(),
+                Value::String((&self.subtopology_id).to_string()),
+            );
             m.insert("partition".into(), Value::from(*&self.partition));
             m.insert("offset".into(), Value::from(*&self.offset));
             Value::Object(m)
@@ -801,7 +1206,9 @@ pub mod response {
             this.subtopology_id = r.string();
             this.partition = r.i32();
             this.offset = r.i64();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -834,9 +1241,18 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.active_tasks).len(), flexible)?; for e in (&self.active_tasks).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.standby_tasks).len(), flexible)?; for e in (&self.standby_tasks).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.warmup_tasks).len(), flexible)?; for e in (&self.warmup_tasks).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.active_tasks).len(), flexible)?;
+            for e in (&self.active_tasks).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.standby_tasks).len(), flexible)?;
+            for e in (&self.standby_tasks).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.warmup_tasks).len(), flexible)?;
+            for e in (&self.warmup_tasks).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -852,14 +1268,37 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.active_tasks = { let n = wire::get_array_len(b, flexible, "ActiveTasks")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } v };
-            this.standby_tasks = { let n = wire::get_array_len(b, flexible, "StandbyTasks")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } v };
-            this.warmup_tasks = { let n = wire::get_array_len(b, flexible, "WarmupTasks")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } v };
+            this.active_tasks = {
+                let n = wire::get_array_len(b, flexible, "ActiveTasks")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TaskIds::decode(b, version)?);
+                }
+                v
+            };
+            this.standby_tasks = {
+                let n = wire::get_array_len(b, flexible, "StandbyTasks")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TaskIds::decode(b, version)?);
+                }
+                v
+            };
+            this.warmup_tasks = {
+                let n = wire::get_array_len(b, flexible, "WarmupTasks")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TaskIds::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -872,19 +1311,54 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("activeTasks".into(), Value::Array((&self.active_tasks).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("standbyTasks".into(), Value::Array((&self.standby_tasks).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("warmupTasks".into(), Value::Array((&self.warmup_tasks).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "activeTasks".into(),
+                Value::Array(
+                    (&self.active_tasks)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "standbyTasks".into(),
+                Value::Array(
+                    (&self.standby_tasks)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "warmupTasks".into(),
+                Value::Array(
+                    (&self.warmup_tasks)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.active_tasks = { let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() };
-            this.standby_tasks = { let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() };
-            this.warmup_tasks = { let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.active_tasks = {
+                let n = r.len();
+                (0..n).map(|_| TaskIds::sample(r, version)).collect()
+            };
+            this.standby_tasks = {
+                let n = r.len();
+                (0..n).map(|_| TaskIds::sample(r, version)).collect()
+            };
+            this.warmup_tasks = {
+                let n = r.len();
+                (0..n).map(|_| TaskIds::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -915,7 +1389,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.subtopology_id, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -932,12 +1409,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.subtopology_id = wire::get_str(b, flexible, "SubtopologyId")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -950,8 +1436,14 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("subtopologyId".into(), Value::String((&self.subtopology_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "subtopologyId".into(),
+                Value::String((&self.subtopology_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -959,8 +1451,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.subtopology_id = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1013,7 +1510,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1036,7 +1535,9 @@ pub mod response {
             let mut this = Self::default();
             this.key = r.string();
             this.value = r.string();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1075,7 +1576,10 @@ pub mod response {
             wire::put_str(s, &self.name, flexible)?;
             wire::put_i32(s, *&self.partitions);
             wire::put_i16(s, *&self.replication_factor);
-            wire::put_array_len(s, (&self.topic_configs).len(), flexible)?; for e in (&self.topic_configs).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topic_configs).len(), flexible)?;
+            for e in (&self.topic_configs).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -1094,12 +1598,21 @@ pub mod response {
             this.name = wire::get_str(b, flexible, "Name")?;
             this.partitions = wire::get_i32(b)?;
             this.replication_factor = wire::get_i16(b)?;
-            this.topic_configs = { let n = wire::get_array_len(b, flexible, "TopicConfigs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(KeyValue::decode(b, version)?); } v };
+            this.topic_configs = {
+                let n = wire::get_array_len(b, flexible, "TopicConfigs")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(KeyValue::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1114,8 +1627,19 @@ pub mod response {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
             m.insert("partitions".into(), Value::from(*&self.partitions));
-            m.insert("replicationFactor".into(), Value::from(*&self.replication_factor));
-            m.insert("topicConfigs".into(), Value::Array((&self.topic_configs).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "replicationFactor".into(),
+                Value::from(*&self.replication_factor),
+            );
+            m.insert(
+                "topicConfigs".into(),
+                Value::Array(
+                    (&self.topic_configs)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -1125,10 +1649,14 @@ pub mod response {
             this.name = r.string();
             this.partitions = r.i32();
             this.replication_factor = r.i16();
-            this.topic_configs = { let n = r.len(); (0..n).map(|_| KeyValue::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topic_configs = {
+                let n = r.len();
+                (0..n).map(|_| KeyValue::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

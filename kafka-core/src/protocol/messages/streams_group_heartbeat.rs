@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `StreamsGroupHeartbeatRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -90,18 +90,115 @@ pub mod request {
             wire::put_str(s, &self.member_id, flexible)?;
             wire::put_i32(s, *&self.member_epoch);
             wire::put_i32(s, *&self.endpoint_information_epoch);
-            match &self.instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.rack_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.instance_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.rack_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.rebalance_timeout_ms);
-            match &self.topology { Some(v) => { wire::put_i8(s, 1); (v).encode(s, version)?; } None => { wire::put_i8(s, -1); } }
-            match &self.active_tasks { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            match &self.standby_tasks { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            match &self.warmup_tasks { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            match &self.process_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            match &self.user_endpoint { Some(v) => { wire::put_i8(s, 1); (v).encode(s, version)?; } None => { wire::put_i8(s, -1); } }
-            match &self.client_tags { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            match &self.task_offsets { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            match &self.task_end_offsets { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.topology {
+                Some(v) => {
+                    wire::put_i8(s, 1);
+                    (v).encode(s, version)?;
+                }
+                None => {
+                    wire::put_i8(s, -1);
+                }
+            }
+            match &self.active_tasks {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.standby_tasks {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.warmup_tasks {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.process_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            match &self.user_endpoint {
+                Some(v) => {
+                    wire::put_i8(s, 1);
+                    (v).encode(s, version)?;
+                }
+                None => {
+                    wire::put_i8(s, -1);
+                }
+            }
+            match &self.client_tags {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.task_offsets {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.task_end_offsets {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             wire::put_bool(s, *&self.shutdown_application);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -125,21 +222,85 @@ pub mod request {
             this.instance_id = wire::get_opt_str(b, flexible, "InstanceId")?;
             this.rack_id = wire::get_opt_str(b, flexible, "RackId")?;
             this.rebalance_timeout_ms = wire::get_i32(b)?;
-            this.topology = if wire::get_i8(b)? < 0 { None } else { Some(Topology::decode(b, version)?) };
-            this.active_tasks = match wire::get_opt_array_len(b, flexible, "ActiveTasks")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } Some(v) } };
-            this.standby_tasks = match wire::get_opt_array_len(b, flexible, "StandbyTasks")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } Some(v) } };
-            this.warmup_tasks = match wire::get_opt_array_len(b, flexible, "WarmupTasks")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } Some(v) } };
+            this.topology = if wire::get_i8(b)? < 0 {
+                None
+            } else {
+                Some(Topology::decode(b, version)?)
+            };
+            this.active_tasks = match wire::get_opt_array_len(b, flexible, "ActiveTasks")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TaskIds::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
+            this.standby_tasks = match wire::get_opt_array_len(b, flexible, "StandbyTasks")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TaskIds::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
+            this.warmup_tasks = match wire::get_opt_array_len(b, flexible, "WarmupTasks")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TaskIds::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             this.process_id = wire::get_opt_str(b, flexible, "ProcessId")?;
-            this.user_endpoint = if wire::get_i8(b)? < 0 { None } else { Some(Endpoint::decode(b, version)?) };
-            this.client_tags = match wire::get_opt_array_len(b, flexible, "ClientTags")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(KeyValue::decode(b, version)?); } Some(v) } };
-            this.task_offsets = match wire::get_opt_array_len(b, flexible, "TaskOffsets")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskOffset::decode(b, version)?); } Some(v) } };
-            this.task_end_offsets = match wire::get_opt_array_len(b, flexible, "TaskEndOffsets")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskOffset::decode(b, version)?); } Some(v) } };
+            this.user_endpoint = if wire::get_i8(b)? < 0 {
+                None
+            } else {
+                Some(Endpoint::decode(b, version)?)
+            };
+            this.client_tags = match wire::get_opt_array_len(b, flexible, "ClientTags")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(KeyValue::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
+            this.task_offsets = match wire::get_opt_array_len(b, flexible, "TaskOffsets")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TaskOffset::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
+            this.task_end_offsets = match wire::get_opt_array_len(b, flexible, "TaskEndOffsets")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TaskOffset::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             this.shutdown_application = wire::get_bool(b)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -152,23 +313,104 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
             m.insert("memberEpoch".into(), Value::from(*&self.member_epoch));
-            m.insert("endpointInformationEpoch".into(), Value::from(*&self.endpoint_information_epoch));
-            m.insert("instanceId".into(), match &self.instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("rackId".into(), match &self.rack_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("rebalanceTimeoutMs".into(), Value::from(*&self.rebalance_timeout_ms));
-            m.insert("topology".into(), match &self.topology { Some(v) => (v).to_json(version), None => Value::Null });
-            m.insert("activeTasks".into(), match &self.active_tasks { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("standbyTasks".into(), match &self.standby_tasks { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("warmupTasks".into(), match &self.warmup_tasks { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("processId".into(), match &self.process_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("userEndpoint".into(), match &self.user_endpoint { Some(v) => (v).to_json(version), None => Value::Null });
-            m.insert("clientTags".into(), match &self.client_tags { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("taskOffsets".into(), match &self.task_offsets { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("taskEndOffsets".into(), match &self.task_end_offsets { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("shutdownApplication".into(), Value::from(*&self.shutdown_application));
+            m.insert(
+                "endpointInformationEpoch".into(),
+                Value::from(*&self.endpoint_information_epoch),
+            );
+            m.insert(
+                "instanceId".into(),
+                match &self.instance_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "rackId".into(),
+                match &self.rack_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "rebalanceTimeoutMs".into(),
+                Value::from(*&self.rebalance_timeout_ms),
+            );
+            m.insert(
+                "topology".into(),
+                match &self.topology {
+                    Some(v) => (v).to_json(version),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "activeTasks".into(),
+                match &self.active_tasks {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "standbyTasks".into(),
+                match &self.standby_tasks {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "warmupTasks".into(),
+                match &self.warmup_tasks {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "processId".into(),
+                match &self.process_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "userEndpoint".into(),
+                match &self.user_endpoint {
+                    Some(v) => (v).to_json(version),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "clientTags".into(),
+                match &self.client_tags {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "taskOffsets".into(),
+                match &self.task_offsets {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "taskEndOffsets".into(),
+                match &self.task_end_offsets {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "shutdownApplication".into(),
+                Value::from(*&self.shutdown_application),
+            );
             Value::Object(m)
         }
 
@@ -179,20 +421,84 @@ pub mod request {
             this.member_id = r.string();
             this.member_epoch = r.i32();
             this.endpoint_information_epoch = r.i32();
-            this.instance_id = if (true) && r.null() { None } else { Some(r.string()) };
-            this.rack_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.instance_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.rack_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.rebalance_timeout_ms = r.i32();
-            this.topology = if (true) && r.null() { None } else { Some(Topology::sample(r, version)) };
-            this.active_tasks = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() }) };
-            this.standby_tasks = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() }) };
-            this.warmup_tasks = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() }) };
-            this.process_id = if (true) && r.null() { None } else { Some(r.string()) };
-            this.user_endpoint = if (true) && r.null() { None } else { Some(Endpoint::sample(r, version)) };
-            this.client_tags = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| KeyValue::sample(r, version)).collect() }) };
-            this.task_offsets = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TaskOffset::sample(r, version)).collect() }) };
-            this.task_end_offsets = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TaskOffset::sample(r, version)).collect() }) };
+            this.topology = if (true) && r.null() {
+                None
+            } else {
+                Some(Topology::sample(r, version))
+            };
+            this.active_tasks = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| TaskIds::sample(r, version)).collect()
+                })
+            };
+            this.standby_tasks = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| TaskIds::sample(r, version)).collect()
+                })
+            };
+            this.warmup_tasks = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| TaskIds::sample(r, version)).collect()
+                })
+            };
+            this.process_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            this.user_endpoint = if (true) && r.null() {
+                None
+            } else {
+                Some(Endpoint::sample(r, version))
+            };
+            this.client_tags = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| KeyValue::sample(r, version)).collect()
+                })
+            };
+            this.task_offsets = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| TaskOffset::sample(r, version)).collect()
+                })
+            };
+            this.task_end_offsets = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| TaskOffset::sample(r, version)).collect()
+                })
+            };
             this.shutdown_application = r.bool();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -223,7 +529,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.epoch);
-            wire::put_array_len(s, (&self.subtopologies).len(), flexible)?; for e in (&self.subtopologies).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.subtopologies).len(), flexible)?;
+            for e in (&self.subtopologies).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -240,12 +549,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.epoch = wire::get_i32(b)?;
-            this.subtopologies = { let n = wire::get_array_len(b, flexible, "Subtopologies")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Subtopology::decode(b, version)?); } v };
+            this.subtopologies = {
+                let n = wire::get_array_len(b, flexible, "Subtopologies")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Subtopology::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -259,7 +577,15 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("epoch".into(), Value::from(*&self.epoch));
-            m.insert("subtopologies".into(), Value::Array((&self.subtopologies).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "subtopologies".into(),
+                Value::Array(
+                    (&self.subtopologies)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -267,8 +593,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.epoch = r.i32();
-            this.subtopologies = { let n = r.len(); (0..n).map(|_| Subtopology::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.subtopologies = {
+                let n = r.len();
+                (0..n).map(|_| Subtopology::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -314,12 +645,30 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.subtopology_id, flexible)?;
-            wire::put_array_len(s, (&self.source_topics).len(), flexible)?; for e in (&self.source_topics).iter() { wire::put_str(s, e, flexible)?; }
-            wire::put_array_len(s, (&self.source_topic_regex).len(), flexible)?; for e in (&self.source_topic_regex).iter() { wire::put_str(s, e, flexible)?; }
-            wire::put_array_len(s, (&self.state_changelog_topics).len(), flexible)?; for e in (&self.state_changelog_topics).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.repartition_sink_topics).len(), flexible)?; for e in (&self.repartition_sink_topics).iter() { wire::put_str(s, e, flexible)?; }
-            wire::put_array_len(s, (&self.repartition_source_topics).len(), flexible)?; for e in (&self.repartition_source_topics).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.copartition_groups).len(), flexible)?; for e in (&self.copartition_groups).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.source_topics).len(), flexible)?;
+            for e in (&self.source_topics).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
+            wire::put_array_len(s, (&self.source_topic_regex).len(), flexible)?;
+            for e in (&self.source_topic_regex).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
+            wire::put_array_len(s, (&self.state_changelog_topics).len(), flexible)?;
+            for e in (&self.state_changelog_topics).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.repartition_sink_topics).len(), flexible)?;
+            for e in (&self.repartition_sink_topics).iter() {
+                wire::put_str(s, e, flexible)?;
+            }
+            wire::put_array_len(s, (&self.repartition_source_topics).len(), flexible)?;
+            for e in (&self.repartition_source_topics).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.copartition_groups).len(), flexible)?;
+            for e in (&self.copartition_groups).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -336,17 +685,61 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.subtopology_id = wire::get_str(b, flexible, "SubtopologyId")?;
-            this.source_topics = { let n = wire::get_array_len(b, flexible, "SourceTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "SourceTopics")?); } v };
-            this.source_topic_regex = { let n = wire::get_array_len(b, flexible, "SourceTopicRegex")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "SourceTopicRegex")?); } v };
-            this.state_changelog_topics = { let n = wire::get_array_len(b, flexible, "StateChangelogTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicInfo::decode(b, version)?); } v };
-            this.repartition_sink_topics = { let n = wire::get_array_len(b, flexible, "RepartitionSinkTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_str(b, flexible, "RepartitionSinkTopics")?); } v };
-            this.repartition_source_topics = { let n = wire::get_array_len(b, flexible, "RepartitionSourceTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicInfo::decode(b, version)?); } v };
-            this.copartition_groups = { let n = wire::get_array_len(b, flexible, "CopartitionGroups")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(CopartitionGroup::decode(b, version)?); } v };
+            this.source_topics = {
+                let n = wire::get_array_len(b, flexible, "SourceTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "SourceTopics")?);
+                }
+                v
+            };
+            this.source_topic_regex = {
+                let n = wire::get_array_len(b, flexible, "SourceTopicRegex")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "SourceTopicRegex")?);
+                }
+                v
+            };
+            this.state_changelog_topics = {
+                let n = wire::get_array_len(b, flexible, "StateChangelogTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicInfo::decode(b, version)?);
+                }
+                v
+            };
+            this.repartition_sink_topics = {
+                let n = wire::get_array_len(b, flexible, "RepartitionSinkTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_str(b, flexible, "RepartitionSinkTopics")?);
+                }
+                v
+            };
+            this.repartition_source_topics = {
+                let n = wire::get_array_len(b, flexible, "RepartitionSourceTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicInfo::decode(b, version)?);
+                }
+                v
+            };
+            this.copartition_groups = {
+                let n = wire::get_array_len(b, flexible, "CopartitionGroups")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(CopartitionGroup::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -359,13 +752,64 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("subtopologyId".into(), Value::String((&self.subtopology_id).to_string()));
-            m.insert("sourceTopics".into(), Value::Array((&self.source_topics).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("sourceTopicRegex".into(), Value::Array((&self.source_topic_regex).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("stateChangelogTopics".into(), Value::Array((&self.state_changelog_topics).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("repartitionSinkTopics".into(), Value::Array((&self.repartition_sink_topics).iter().map(|e| Value::String((e).to_string())).collect()));
-            m.insert("repartitionSourceTopics".into(), Value::Array((&self.repartition_source_topics).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("copartitionGroups".into(), Value::Array((&self.copartition_groups).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "subtopologyId".into(),
+                Value::String((&self.subtopology_id).to_string()),
+            );
+            m.insert(
+                "sourceTopics".into(),
+                Value::Array(
+                    (&self.source_topics)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "sourceTopicRegex".into(),
+                Value::Array(
+                    (&self.source_topic_regex)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "stateChangelogTopics".into(),
+                Value::Array(
+                    (&self.state_changelog_topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "repartitionSinkTopics".into(),
+                Value::Array(
+                    (&self.repartition_sink_topics)
+                        .iter()
+                        .map(|e| Value::String((e).to_string()))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "repartitionSourceTopics".into(),
+                Value::Array(
+                    (&self.repartition_source_topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "copartitionGroups".into(),
+                Value::Array(
+                    (&self.copartition_groups)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -373,13 +817,35 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.subtopology_id = r.string();
-            this.source_topics = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            this.source_topic_regex = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            this.state_changelog_topics = { let n = r.len(); (0..n).map(|_| TopicInfo::sample(r, version)).collect() };
-            this.repartition_sink_topics = { let n = r.len(); (0..n).map(|_| r.string()).collect() };
-            this.repartition_source_topics = { let n = r.len(); (0..n).map(|_| TopicInfo::sample(r, version)).collect() };
-            this.copartition_groups = { let n = r.len(); (0..n).map(|_| CopartitionGroup::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.source_topics = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            this.source_topic_regex = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            this.state_changelog_topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicInfo::sample(r, version)).collect()
+            };
+            this.repartition_sink_topics = {
+                let n = r.len();
+                (0..n).map(|_| r.string()).collect()
+            };
+            this.repartition_source_topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicInfo::sample(r, version)).collect()
+            };
+            this.copartition_groups = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| CopartitionGroup::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -412,9 +878,18 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.source_topics).len(), flexible)?; for e in (&self.source_topics).iter() { wire::put_i16(s, *e); }
-            wire::put_array_len(s, (&self.source_topic_regex).len(), flexible)?; for e in (&self.source_topic_regex).iter() { wire::put_i16(s, *e); }
-            wire::put_array_len(s, (&self.repartition_source_topics).len(), flexible)?; for e in (&self.repartition_source_topics).iter() { wire::put_i16(s, *e); }
+            wire::put_array_len(s, (&self.source_topics).len(), flexible)?;
+            for e in (&self.source_topics).iter() {
+                wire::put_i16(s, *e);
+            }
+            wire::put_array_len(s, (&self.source_topic_regex).len(), flexible)?;
+            for e in (&self.source_topic_regex).iter() {
+                wire::put_i16(s, *e);
+            }
+            wire::put_array_len(s, (&self.repartition_source_topics).len(), flexible)?;
+            for e in (&self.repartition_source_topics).iter() {
+                wire::put_i16(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -430,14 +905,37 @@ pub mod request {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.source_topics = { let n = wire::get_array_len(b, flexible, "SourceTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i16(b)?); } v };
-            this.source_topic_regex = { let n = wire::get_array_len(b, flexible, "SourceTopicRegex")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i16(b)?); } v };
-            this.repartition_source_topics = { let n = wire::get_array_len(b, flexible, "RepartitionSourceTopics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i16(b)?); } v };
+            this.source_topics = {
+                let n = wire::get_array_len(b, flexible, "SourceTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i16(b)?);
+                }
+                v
+            };
+            this.source_topic_regex = {
+                let n = wire::get_array_len(b, flexible, "SourceTopicRegex")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i16(b)?);
+                }
+                v
+            };
+            this.repartition_source_topics = {
+                let n = wire::get_array_len(b, flexible, "RepartitionSourceTopics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i16(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -450,19 +948,54 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("sourceTopics".into(), Value::Array((&self.source_topics).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("sourceTopicRegex".into(), Value::Array((&self.source_topic_regex).iter().map(|e| Value::from(*e)).collect()));
-            m.insert("repartitionSourceTopics".into(), Value::Array((&self.repartition_source_topics).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "sourceTopics".into(),
+                Value::Array(
+                    (&self.source_topics)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "sourceTopicRegex".into(),
+                Value::Array(
+                    (&self.source_topic_regex)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "repartitionSourceTopics".into(),
+                Value::Array(
+                    (&self.repartition_source_topics)
+                        .iter()
+                        .map(|e| Value::from(*e))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.source_topics = { let n = r.len(); (0..n).map(|_| r.i16()).collect() };
-            this.source_topic_regex = { let n = r.len(); (0..n).map(|_| r.i16()).collect() };
-            this.repartition_source_topics = { let n = r.len(); (0..n).map(|_| r.i16()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.source_topics = {
+                let n = r.len();
+                (0..n).map(|_| r.i16()).collect()
+            };
+            this.source_topic_regex = {
+                let n = r.len();
+                (0..n).map(|_| r.i16()).collect()
+            };
+            this.repartition_source_topics = {
+                let n = r.len();
+                (0..n).map(|_| r.i16()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -515,7 +1048,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -538,7 +1073,9 @@ pub mod request {
             let mut this = Self::default();
             this.key = r.string();
             this.value = r.string();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -577,7 +1114,10 @@ pub mod request {
             wire::put_str(s, &self.name, flexible)?;
             wire::put_i32(s, *&self.partitions);
             wire::put_i16(s, *&self.replication_factor);
-            wire::put_array_len(s, (&self.topic_configs).len(), flexible)?; for e in (&self.topic_configs).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topic_configs).len(), flexible)?;
+            for e in (&self.topic_configs).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -596,12 +1136,21 @@ pub mod request {
             this.name = wire::get_str(b, flexible, "Name")?;
             this.partitions = wire::get_i32(b)?;
             this.replication_factor = wire::get_i16(b)?;
-            this.topic_configs = { let n = wire::get_array_len(b, flexible, "TopicConfigs")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(KeyValue::decode(b, version)?); } v };
+            this.topic_configs = {
+                let n = wire::get_array_len(b, flexible, "TopicConfigs")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(KeyValue::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -616,8 +1165,19 @@ pub mod request {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), Value::String((&self.name).to_string()));
             m.insert("partitions".into(), Value::from(*&self.partitions));
-            m.insert("replicationFactor".into(), Value::from(*&self.replication_factor));
-            m.insert("topicConfigs".into(), Value::Array((&self.topic_configs).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "replicationFactor".into(),
+                Value::from(*&self.replication_factor),
+            );
+            m.insert(
+                "topicConfigs".into(),
+                Value::Array(
+                    (&self.topic_configs)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -627,8 +1187,13 @@ pub mod request {
             this.name = r.string();
             this.partitions = r.i32();
             this.replication_factor = r.i16();
-            this.topic_configs = { let n = r.len(); (0..n).map(|_| KeyValue::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topic_configs = {
+                let n = r.len();
+                (0..n).map(|_| KeyValue::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -681,7 +1246,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -704,7 +1271,9 @@ pub mod request {
             let mut this = Self::default();
             this.host = r.string();
             this.port = r.u16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -762,7 +1331,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -775,7 +1346,10 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("subtopologyId".into(), Value::String((&self.subtopology_id).to_string()));
+            m.insert(
+                "subtopologyId".into(),
+                Value::String((&self.subtopology_id).to_string()),
+            );
             m.insert("partition".into(), Value::from(*&self.partition));
             m.insert("offset".into(), Value::from(*&self.offset));
             Value::Object(m)
@@ -787,7 +1361,9 @@ pub mod request {
             this.subtopology_id = r.string();
             this.partition = r.i32();
             this.offset = r.i64();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -818,7 +1394,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.subtopology_id, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -835,12 +1414,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.subtopology_id = wire::get_str(b, flexible, "SubtopologyId")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -853,8 +1441,14 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("subtopologyId".into(), Value::String((&self.subtopology_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "subtopologyId".into(),
+                Value::String((&self.subtopology_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -862,12 +1456,16 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.subtopology_id = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `StreamsGroupHeartbeatResponse`.
@@ -877,10 +1475,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `StreamsGroupHeartbeatResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -945,18 +1543,75 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_str(s, &self.member_id, flexible)?;
             wire::put_i32(s, *&self.member_epoch);
             wire::put_i32(s, *&self.heartbeat_interval_ms);
             wire::put_i32(s, *&self.acceptable_recovery_lag);
             wire::put_i32(s, *&self.task_offset_interval_ms);
-            match &self.status { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            match &self.active_tasks { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            match &self.standby_tasks { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
-            match &self.warmup_tasks { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.status {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.active_tasks {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.standby_tasks {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
+            match &self.warmup_tasks {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             wire::put_i32(s, *&self.endpoint_information_epoch);
-            match &self.partitions_by_user_endpoint { Some(v) => { wire::put_array_len(s, (v).len(), flexible)?; for e in (v).iter() { (e).encode(s, version)?; } } None => { wire::put_null_len(s, flexible); } }
+            match &self.partitions_by_user_endpoint {
+                Some(v) => {
+                    wire::put_array_len(s, (v).len(), flexible)?;
+                    for e in (v).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
+                None => {
+                    wire::put_null_len(s, flexible);
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -980,17 +1635,65 @@ pub mod response {
             this.heartbeat_interval_ms = wire::get_i32(b)?;
             this.acceptable_recovery_lag = wire::get_i32(b)?;
             this.task_offset_interval_ms = wire::get_i32(b)?;
-            this.status = match wire::get_opt_array_len(b, flexible, "Status")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Status::decode(b, version)?); } Some(v) } };
-            this.active_tasks = match wire::get_opt_array_len(b, flexible, "ActiveTasks")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } Some(v) } };
-            this.standby_tasks = match wire::get_opt_array_len(b, flexible, "StandbyTasks")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } Some(v) } };
-            this.warmup_tasks = match wire::get_opt_array_len(b, flexible, "WarmupTasks")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TaskIds::decode(b, version)?); } Some(v) } };
+            this.status = match wire::get_opt_array_len(b, flexible, "Status")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(Status::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
+            this.active_tasks = match wire::get_opt_array_len(b, flexible, "ActiveTasks")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TaskIds::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
+            this.standby_tasks = match wire::get_opt_array_len(b, flexible, "StandbyTasks")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TaskIds::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
+            this.warmup_tasks = match wire::get_opt_array_len(b, flexible, "WarmupTasks")? {
+                None => None,
+                Some(n) => {
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(TaskIds::decode(b, version)?);
+                    }
+                    Some(v)
+                }
+            };
             this.endpoint_information_epoch = wire::get_i32(b)?;
-            this.partitions_by_user_endpoint = match wire::get_opt_array_len(b, flexible, "PartitionsByUserEndpoint")? { None => None, Some(n) => { let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(EndpointToPartitions::decode(b, version)?); } Some(v) } };
+            this.partitions_by_user_endpoint =
+                match wire::get_opt_array_len(b, flexible, "PartitionsByUserEndpoint")? {
+                    None => None,
+                    Some(n) => {
+                        let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                        for _ in 0..n {
+                            v.push(EndpointToPartitions::decode(b, version)?);
+                        }
+                        Some(v)
+                    }
+                };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1003,20 +1706,74 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
             m.insert("memberEpoch".into(), Value::from(*&self.member_epoch));
-            m.insert("heartbeatIntervalMs".into(), Value::from(*&self.heartbeat_interval_ms));
-            m.insert("acceptableRecoveryLag".into(), Value::from(*&self.acceptable_recovery_lag));
-            m.insert("taskOffsetIntervalMs".into(), Value::from(*&self.task_offset_interval_ms));
-            m.insert("status".into(), match &self.status { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("activeTasks".into(), match &self.active_tasks { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("standbyTasks".into(), match &self.standby_tasks { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("warmupTasks".into(), match &self.warmup_tasks { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
-            m.insert("endpointInformationEpoch".into(), Value::from(*&self.endpoint_information_epoch));
-            m.insert("partitionsByUserEndpoint".into(), match &self.partitions_by_user_endpoint { Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()), None => Value::Null });
+            m.insert(
+                "heartbeatIntervalMs".into(),
+                Value::from(*&self.heartbeat_interval_ms),
+            );
+            m.insert(
+                "acceptableRecoveryLag".into(),
+                Value::from(*&self.acceptable_recovery_lag),
+            );
+            m.insert(
+                "taskOffsetIntervalMs".into(),
+                Value::from(*&self.task_offset_interval_ms),
+            );
+            m.insert(
+                "status".into(),
+                match &self.status {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "activeTasks".into(),
+                match &self.active_tasks {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "standbyTasks".into(),
+                match &self.standby_tasks {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "warmupTasks".into(),
+                match &self.warmup_tasks {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "endpointInformationEpoch".into(),
+                Value::from(*&self.endpoint_information_epoch),
+            );
+            m.insert(
+                "partitionsByUserEndpoint".into(),
+                match &self.partitions_by_user_endpoint {
+                    Some(v) => Value::Array((v).iter().map(|e| (e).to_json(version)).collect()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -1025,19 +1782,62 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.member_id = r.string();
             this.member_epoch = r.i32();
             this.heartbeat_interval_ms = r.i32();
             this.acceptable_recovery_lag = r.i32();
             this.task_offset_interval_ms = r.i32();
-            this.status = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| Status::sample(r, version)).collect() }) };
-            this.active_tasks = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() }) };
-            this.standby_tasks = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() }) };
-            this.warmup_tasks = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| TaskIds::sample(r, version)).collect() }) };
+            this.status = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| Status::sample(r, version)).collect()
+                })
+            };
+            this.active_tasks = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| TaskIds::sample(r, version)).collect()
+                })
+            };
+            this.standby_tasks = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| TaskIds::sample(r, version)).collect()
+                })
+            };
+            this.warmup_tasks = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n).map(|_| TaskIds::sample(r, version)).collect()
+                })
+            };
             this.endpoint_information_epoch = r.i32();
-            this.partitions_by_user_endpoint = if (true) && r.null() { None } else { Some({ let n = r.len(); (0..n).map(|_| EndpointToPartitions::sample(r, version)).collect() }) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions_by_user_endpoint = if (true) && r.null() {
+                None
+            } else {
+                Some({
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| EndpointToPartitions::sample(r, version))
+                        .collect()
+                })
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1071,8 +1871,14 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             (&self.user_endpoint).encode(s, version)?;
-            wire::put_array_len(s, (&self.active_partitions).len(), flexible)?; for e in (&self.active_partitions).iter() { (e).encode(s, version)?; }
-            wire::put_array_len(s, (&self.standby_partitions).len(), flexible)?; for e in (&self.standby_partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.active_partitions).len(), flexible)?;
+            for e in (&self.active_partitions).iter() {
+                (e).encode(s, version)?;
+            }
+            wire::put_array_len(s, (&self.standby_partitions).len(), flexible)?;
+            for e in (&self.standby_partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -1089,13 +1895,29 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.user_endpoint = Endpoint::decode(b, version)?;
-            this.active_partitions = { let n = wire::get_array_len(b, flexible, "ActivePartitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicPartition::decode(b, version)?); } v };
-            this.standby_partitions = { let n = wire::get_array_len(b, flexible, "StandbyPartitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicPartition::decode(b, version)?); } v };
+            this.active_partitions = {
+                let n = wire::get_array_len(b, flexible, "ActivePartitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicPartition::decode(b, version)?);
+                }
+                v
+            };
+            this.standby_partitions = {
+                let n = wire::get_array_len(b, flexible, "StandbyPartitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicPartition::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1108,9 +1930,28 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("userEndpoint".into(), (&self.user_endpoint).to_json(version));
-            m.insert("activePartitions".into(), Value::Array((&self.active_partitions).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("standbyPartitions".into(), Value::Array((&self.standby_partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "userEndpoint".into(),
+                (&self.user_endpoint).to_json(version),
+            );
+            m.insert(
+                "activePartitions".into(),
+                Value::Array(
+                    (&self.active_partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "standbyPartitions".into(),
+                Value::Array(
+                    (&self.standby_partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -1118,9 +1959,17 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.user_endpoint = Endpoint::sample(r, version);
-            this.active_partitions = { let n = r.len(); (0..n).map(|_| TopicPartition::sample(r, version)).collect() };
-            this.standby_partitions = { let n = r.len(); (0..n).map(|_| TopicPartition::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.active_partitions = {
+                let n = r.len();
+                (0..n).map(|_| TopicPartition::sample(r, version)).collect()
+            };
+            this.standby_partitions = {
+                let n = r.len();
+                (0..n).map(|_| TopicPartition::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1173,7 +2022,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1187,7 +2038,10 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("statusCode".into(), Value::from(*&self.status_code));
-            m.insert("statusDetail".into(), Value::String((&self.status_detail).to_string()));
+            m.insert(
+                "statusDetail".into(),
+                Value::String((&self.status_detail).to_string()),
+            );
             Value::Object(m)
         }
 
@@ -1196,7 +2050,9 @@ pub mod response {
             let mut this = Self::default();
             this.status_code = r.i8();
             this.status_detail = r.string();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1227,7 +2083,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.topic, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -1244,12 +2103,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.topic = wire::get_str(b, flexible, "Topic")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1263,7 +2131,10 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("topic".into(), Value::String((&self.topic).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -1271,8 +2142,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1303,7 +2179,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.subtopology_id, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { wire::put_i32(s, *e); }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                wire::put_i32(s, *e);
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -1320,12 +2199,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.subtopology_id = wire::get_str(b, flexible, "SubtopologyId")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(wire::get_i32(b)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(wire::get_i32(b)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1338,8 +2226,14 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("subtopologyId".into(), Value::String((&self.subtopology_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()));
+            m.insert(
+                "subtopologyId".into(),
+                Value::String((&self.subtopology_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array((&self.partitions).iter().map(|e| Value::from(*e)).collect()),
+            );
             Value::Object(m)
         }
 
@@ -1347,8 +2241,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.subtopology_id = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| r.i32()).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| r.i32()).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -1401,7 +2300,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -1424,9 +2325,10 @@ pub mod response {
             let mut this = Self::default();
             this.host = r.string();
             this.port = r.u16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

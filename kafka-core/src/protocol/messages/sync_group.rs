@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `SyncGroupRequest`, versions 0-5, flexible in 4-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -59,18 +59,77 @@ pub mod request {
             wire::put_str(s, &self.group_id, flexible)?;
             wire::put_i32(s, *&self.generation_id);
             wire::put_str(s, &self.member_id, flexible)?;
-            if version >= 3 { match &self.group_instance_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 3 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "GroupInstanceId", version }); } } } }
-            if !(version >= 3) && self.group_instance_id != None { return Err(EncodeError::FieldNotInVersion { field: "GroupInstanceId", version }); }
-            if version >= 5 { match &self.protocol_type { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ProtocolType", version }); } } } }
-            if version >= 5 { match &self.protocol_name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ProtocolName", version }); } } } }
-            wire::put_array_len(s, (&self.assignments).len(), flexible)?; for e in (&self.assignments).iter() { (e).encode(s, version)?; }
+            if version >= 3 {
+                match &self.group_instance_id {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 3 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "GroupInstanceId",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if !(version >= 3) && self.group_instance_id != None {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "GroupInstanceId",
+                    version,
+                });
+            }
+            if version >= 5 {
+                match &self.protocol_type {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ProtocolType",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if version >= 5 {
+                match &self.protocol_name {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ProtocolName",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            wire::put_array_len(s, (&self.assignments).len(), flexible)?;
+            for e in (&self.assignments).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -84,15 +143,42 @@ pub mod request {
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
             this.generation_id = wire::get_i32(b)?;
             this.member_id = wire::get_str(b, flexible, "MemberId")?;
-            if version >= 3 { this.group_instance_id = if version >= 3 { wire::get_opt_str(b, flexible, "GroupInstanceId")? } else { Some(wire::get_str(b, flexible, "GroupInstanceId")?) }; }
-            if version >= 5 { this.protocol_type = if version >= 5 { wire::get_opt_str(b, flexible, "ProtocolType")? } else { Some(wire::get_str(b, flexible, "ProtocolType")?) }; }
-            if version >= 5 { this.protocol_name = if version >= 5 { wire::get_opt_str(b, flexible, "ProtocolName")? } else { Some(wire::get_str(b, flexible, "ProtocolName")?) }; }
-            this.assignments = { let n = wire::get_array_len(b, flexible, "Assignments")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(SyncGroupRequestAssignment::decode(b, version)?); } v };
+            if version >= 3 {
+                this.group_instance_id = if version >= 3 {
+                    wire::get_opt_str(b, flexible, "GroupInstanceId")?
+                } else {
+                    Some(wire::get_str(b, flexible, "GroupInstanceId")?)
+                };
+            }
+            if version >= 5 {
+                this.protocol_type = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "ProtocolType")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ProtocolType")?)
+                };
+            }
+            if version >= 5 {
+                this.protocol_name = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "ProtocolName")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ProtocolName")?)
+                };
+            }
+            this.assignments = {
+                let n = wire::get_array_len(b, flexible, "Assignments")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(SyncGroupRequestAssignment::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -105,13 +191,51 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
             m.insert("generationId".into(), Value::from(*&self.generation_id));
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
-            if version >= 3 { m.insert("groupInstanceId".into(), match &self.group_instance_id { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 5 { m.insert("protocolType".into(), match &self.protocol_type { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 5 { m.insert("protocolName".into(), match &self.protocol_name { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            m.insert("assignments".into(), Value::Array((&self.assignments).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
+            if version >= 3 {
+                m.insert(
+                    "groupInstanceId".into(),
+                    match &self.group_instance_id {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 5 {
+                m.insert(
+                    "protocolType".into(),
+                    match &self.protocol_type {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 5 {
+                m.insert(
+                    "protocolName".into(),
+                    match &self.protocol_name {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            m.insert(
+                "assignments".into(),
+                Value::Array(
+                    (&self.assignments)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -121,11 +245,36 @@ pub mod request {
             this.group_id = r.string();
             this.generation_id = r.i32();
             this.member_id = r.string();
-            if version >= 3 { this.group_instance_id = if (version >= 3) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 5 { this.protocol_type = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 5 { this.protocol_name = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
-            this.assignments = { let n = r.len(); (0..n).map(|_| SyncGroupRequestAssignment::sample(r, version)).collect() };
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 3 {
+                this.group_instance_id = if (version >= 3) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 5 {
+                this.protocol_type = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 5 {
+                this.protocol_name = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            this.assignments = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| SyncGroupRequestAssignment::sample(r, version))
+                    .collect()
+            };
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -163,7 +312,10 @@ pub mod request {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -180,7 +332,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -193,7 +347,10 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("memberId".into(), Value::String((&self.member_id).to_string()));
+            m.insert(
+                "memberId".into(),
+                Value::String((&self.member_id).to_string()),
+            );
             m.insert("assignment".into(), oracle::json_bytes(&self.assignment));
             Value::Object(m)
         }
@@ -203,11 +360,12 @@ pub mod request {
             let mut this = Self::default();
             this.member_id = r.string();
             this.assignment = r.bytes();
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `SyncGroupResponse`.
@@ -217,10 +375,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `SyncGroupResponse`, versions 0-5, flexible in 4-5.
     #[derive(Debug, Clone, PartialEq)]
@@ -256,10 +414,44 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = version >= 4;
-            if version >= 1 { wire::put_i32(s, *&self.throttle_time_ms); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.throttle_time_ms);
+            }
             wire::put_i16(s, *&self.error_code);
-            if version >= 5 { match &self.protocol_type { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ProtocolType", version }); } } } }
-            if version >= 5 { match &self.protocol_name { Some(v) => { wire::put_str(s, v, flexible)?; } None => { if version >= 5 { wire::put_opt_str(s, None, flexible)?; } else { return Err(EncodeError::NullNotAllowed { field: "ProtocolName", version }); } } } }
+            if version >= 5 {
+                match &self.protocol_type {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ProtocolType",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
+            if version >= 5 {
+                match &self.protocol_name {
+                    Some(v) => {
+                        wire::put_str(s, v, flexible)?;
+                    }
+                    None => {
+                        if version >= 5 {
+                            wire::put_opt_str(s, None, flexible)?;
+                        } else {
+                            return Err(EncodeError::NullNotAllowed {
+                                field: "ProtocolName",
+                                version,
+                            });
+                        }
+                    }
+                }
+            }
             wire::put_bytes(s, &self.assignment, flexible)?;
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -267,7 +459,10 @@ pub mod response {
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             } else if !self.unknown_tagged_fields.is_empty() {
-                return Err(EncodeError::FieldNotInVersion { field: "unknown_tagged_fields", version });
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "unknown_tagged_fields",
+                    version,
+                });
             }
             Ok(())
         }
@@ -278,16 +473,32 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = version >= 4;
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = wire::get_i32(b)?; }
+            if version >= 1 {
+                this.throttle_time_ms = wire::get_i32(b)?;
+            }
             this.error_code = wire::get_i16(b)?;
-            if version >= 5 { this.protocol_type = if version >= 5 { wire::get_opt_str(b, flexible, "ProtocolType")? } else { Some(wire::get_str(b, flexible, "ProtocolType")?) }; }
-            if version >= 5 { this.protocol_name = if version >= 5 { wire::get_opt_str(b, flexible, "ProtocolName")? } else { Some(wire::get_str(b, flexible, "ProtocolName")?) }; }
+            if version >= 5 {
+                this.protocol_type = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "ProtocolType")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ProtocolType")?)
+                };
+            }
+            if version >= 5 {
+                this.protocol_name = if version >= 5 {
+                    wire::get_opt_str(b, flexible, "ProtocolName")?
+                } else {
+                    Some(wire::get_str(b, flexible, "ProtocolName")?)
+                };
+            }
             this.assignment = wire::get_bytes(b, flexible, "Assignment")?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -300,10 +511,31 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms)); }
+            if version >= 1 {
+                m.insert(
+                    "throttleTimeMs".into(),
+                    Value::from(*&self.throttle_time_ms),
+                );
+            }
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            if version >= 5 { m.insert("protocolType".into(), match &self.protocol_type { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
-            if version >= 5 { m.insert("protocolName".into(), match &self.protocol_name { Some(v) => Value::String((v).to_string()), None => Value::Null }); }
+            if version >= 5 {
+                m.insert(
+                    "protocolType".into(),
+                    match &self.protocol_type {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
+            if version >= 5 {
+                m.insert(
+                    "protocolName".into(),
+                    match &self.protocol_name {
+                        Some(v) => Value::String((v).to_string()),
+                        None => Value::Null,
+                    },
+                );
+            }
             m.insert("assignment".into(), oracle::json_bytes(&self.assignment));
             Value::Object(m)
         }
@@ -311,14 +543,29 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.throttle_time_ms = r.i32(); }
+            if version >= 1 {
+                this.throttle_time_ms = r.i32();
+            }
             this.error_code = r.i16();
-            if version >= 5 { this.protocol_type = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
-            if version >= 5 { this.protocol_name = if (version >= 5) && r.null() { None } else { Some(r.string()) }; }
+            if version >= 5 {
+                this.protocol_type = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
+            if version >= 5 {
+                this.protocol_name = if (version >= 5) && r.null() {
+                    None
+                } else {
+                    Some(r.string())
+                };
+            }
             this.assignment = r.bytes();
-            if version >= 4 { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 4 {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `UpdateFeaturesRequest`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -45,9 +45,19 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i32(s, *&self.timeout_ms);
-            wire::put_array_len(s, (&self.feature_updates).len(), flexible)?; for e in (&self.feature_updates).iter() { (e).encode(s, version)?; }
-            if version >= 1 { wire::put_bool(s, *&self.validate_only); }
-            if !(version >= 1) && self.validate_only != false { return Err(EncodeError::FieldNotInVersion { field: "ValidateOnly", version }); }
+            wire::put_array_len(s, (&self.feature_updates).len(), flexible)?;
+            for e in (&self.feature_updates).iter() {
+                (e).encode(s, version)?;
+            }
+            if version >= 1 {
+                wire::put_bool(s, *&self.validate_only);
+            }
+            if !(version >= 1) && self.validate_only != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "ValidateOnly",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -64,13 +74,24 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.timeout_ms = wire::get_i32(b)?;
-            this.feature_updates = { let n = wire::get_array_len(b, flexible, "FeatureUpdates")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(FeatureUpdateKey::decode(b, version)?); } v };
-            if version >= 1 { this.validate_only = wire::get_bool(b)?; }
+            this.feature_updates = {
+                let n = wire::get_array_len(b, flexible, "FeatureUpdates")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(FeatureUpdateKey::decode(b, version)?);
+                }
+                v
+            };
+            if version >= 1 {
+                this.validate_only = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -84,8 +105,18 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("timeoutMs".into(), Value::from(*&self.timeout_ms));
-            m.insert("featureUpdates".into(), Value::Array((&self.feature_updates).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("validateOnly".into(), Value::from(*&self.validate_only)); }
+            m.insert(
+                "featureUpdates".into(),
+                Value::Array(
+                    (&self.feature_updates)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if version >= 1 {
+                m.insert("validateOnly".into(), Value::from(*&self.validate_only));
+            }
             Value::Object(m)
         }
 
@@ -93,9 +124,18 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.timeout_ms = r.i32();
-            this.feature_updates = { let n = r.len(); (0..n).map(|_| FeatureUpdateKey::sample(r, version)).collect() };
-            if version >= 1 { this.validate_only = r.bool(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.feature_updates = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| FeatureUpdateKey::sample(r, version))
+                    .collect()
+            };
+            if version >= 1 {
+                this.validate_only = r.bool();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -133,10 +173,24 @@ pub mod request {
             let flexible = true;
             wire::put_str(s, &self.feature, flexible)?;
             wire::put_i16(s, *&self.max_version_level);
-            if version <= 0 { wire::put_bool(s, *&self.allow_downgrade); }
-            if !(version <= 0) && self.allow_downgrade != false { return Err(EncodeError::FieldNotInVersion { field: "AllowDowngrade", version }); }
-            if version >= 1 { wire::put_i8(s, *&self.upgrade_type); }
-            if !(version >= 1) && self.upgrade_type != 1i8 { return Err(EncodeError::FieldNotInVersion { field: "UpgradeType", version }); }
+            if version <= 0 {
+                wire::put_bool(s, *&self.allow_downgrade);
+            }
+            if !(version <= 0) && self.allow_downgrade != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "AllowDowngrade",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_i8(s, *&self.upgrade_type);
+            }
+            if !(version >= 1) && self.upgrade_type != 1i8 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "UpgradeType",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -154,13 +208,19 @@ pub mod request {
             let mut this = Self::default();
             this.feature = wire::get_str(b, flexible, "Feature")?;
             this.max_version_level = wire::get_i16(b)?;
-            if version <= 0 { this.allow_downgrade = wire::get_bool(b)?; }
-            if version >= 1 { this.upgrade_type = wire::get_i8(b)?; }
+            if version <= 0 {
+                this.allow_downgrade = wire::get_bool(b)?;
+            }
+            if version >= 1 {
+                this.upgrade_type = wire::get_i8(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -174,9 +234,16 @@ pub mod request {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("feature".into(), Value::String((&self.feature).to_string()));
-            m.insert("maxVersionLevel".into(), Value::from(*&self.max_version_level));
-            if version <= 0 { m.insert("allowDowngrade".into(), Value::from(*&self.allow_downgrade)); }
-            if version >= 1 { m.insert("upgradeType".into(), Value::from(*&self.upgrade_type)); }
+            m.insert(
+                "maxVersionLevel".into(),
+                Value::from(*&self.max_version_level),
+            );
+            if version <= 0 {
+                m.insert("allowDowngrade".into(), Value::from(*&self.allow_downgrade));
+            }
+            if version >= 1 {
+                m.insert("upgradeType".into(), Value::from(*&self.upgrade_type));
+            }
             Value::Object(m)
         }
 
@@ -185,13 +252,18 @@ pub mod request {
             let mut this = Self::default();
             this.feature = r.string();
             this.max_version_level = r.i16();
-            if version <= 0 { this.allow_downgrade = r.bool(); }
-            if version >= 1 { this.upgrade_type = r.i8(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version <= 0 {
+                this.allow_downgrade = r.bool();
+            }
+            if version >= 1 {
+                this.upgrade_type = r.i8();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `UpdateFeaturesResponse`.
@@ -201,10 +273,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `UpdateFeaturesResponse`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -239,8 +311,20 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.throttle_time_ms);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            if version <= 1 { wire::put_array_len(s, (&self.results).len(), flexible)?; for e in (&self.results).iter() { (e).encode(s, version)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            if version <= 1 {
+                wire::put_array_len(s, (&self.results).len(), flexible)?;
+                for e in (&self.results).iter() {
+                    (e).encode(s, version)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -259,12 +343,23 @@ pub mod response {
             this.throttle_time_ms = wire::get_i32(b)?;
             this.error_code = wire::get_i16(b)?;
             this.error_message = wire::get_opt_str(b, flexible, "ErrorMessage")?;
-            if version <= 1 { this.results = { let n = wire::get_array_len(b, flexible, "Results")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(UpdatableFeatureResult::decode(b, version)?); } v }; }
+            if version <= 1 {
+                this.results = {
+                    let n = wire::get_array_len(b, flexible, "Results")?;
+                    let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                    for _ in 0..n {
+                        v.push(UpdatableFeatureResult::decode(b, version)?);
+                    }
+                    v
+                };
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -277,10 +372,29 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version <= 1 { m.insert("results".into(), Value::Array((&self.results).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if version <= 1 {
+                m.insert(
+                    "results".into(),
+                    Value::Array(
+                        (&self.results)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -289,9 +403,22 @@ pub mod response {
             let mut this = Self::default();
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if version <= 1 { this.results = { let n = r.len(); (0..n).map(|_| UpdatableFeatureResult::sample(r, version)).collect() }; }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version <= 1 {
+                this.results = {
+                    let n = r.len();
+                    (0..n)
+                        .map(|_| UpdatableFeatureResult::sample(r, version))
+                        .collect()
+                };
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -326,7 +453,14 @@ pub mod response {
             let flexible = true;
             wire::put_str(s, &self.feature, flexible)?;
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -349,7 +483,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -364,7 +500,13 @@ pub mod response {
             let mut m = serde_json::Map::new();
             m.insert("feature".into(), Value::String((&self.feature).to_string()));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -373,10 +515,15 @@ pub mod response {
             let mut this = Self::default();
             this.feature = r.string();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

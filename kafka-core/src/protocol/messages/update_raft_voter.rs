@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `UpdateRaftVoterRequest`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -53,11 +53,21 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.cluster_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             wire::put_i32(s, *&self.current_leader_epoch);
             wire::put_i32(s, *&self.voter_id);
             wire::put_uuid(s, &self.voter_directory_id);
-            wire::put_array_len(s, (&self.listeners).len(), flexible)?; for e in (&self.listeners).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.listeners).len(), flexible)?;
+            for e in (&self.listeners).iter() {
+                (e).encode(s, version)?;
+            }
             (&self.k_raft_version_feature).encode(s, version)?;
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
@@ -78,13 +88,22 @@ pub mod request {
             this.current_leader_epoch = wire::get_i32(b)?;
             this.voter_id = wire::get_i32(b)?;
             this.voter_directory_id = wire::get_uuid(b)?;
-            this.listeners = { let n = wire::get_array_len(b, flexible, "Listeners")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Listener::decode(b, version)?); } v };
+            this.listeners = {
+                let n = wire::get_array_len(b, flexible, "Listeners")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(Listener::decode(b, version)?);
+                }
+                v
+            };
             this.k_raft_version_feature = KRaftVersionFeature::decode(b, version)?;
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -97,25 +116,57 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("clusterId".into(), match &self.cluster_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            m.insert("currentLeaderEpoch".into(), Value::from(*&self.current_leader_epoch));
+            m.insert(
+                "clusterId".into(),
+                match &self.cluster_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            m.insert(
+                "currentLeaderEpoch".into(),
+                Value::from(*&self.current_leader_epoch),
+            );
             m.insert("voterId".into(), Value::from(*&self.voter_id));
-            m.insert("voterDirectoryId".into(), Value::String((&self.voter_directory_id).to_string()));
-            m.insert("listeners".into(), Value::Array((&self.listeners).iter().map(|e| (e).to_json(version)).collect()));
-            m.insert("kRaftVersionFeature".into(), (&self.k_raft_version_feature).to_json(version));
+            m.insert(
+                "voterDirectoryId".into(),
+                Value::String((&self.voter_directory_id).to_string()),
+            );
+            m.insert(
+                "listeners".into(),
+                Value::Array(
+                    (&self.listeners)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            m.insert(
+                "kRaftVersionFeature".into(),
+                (&self.k_raft_version_feature).to_json(version),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.cluster_id = if (true) && r.null() { None } else { Some(r.string()) };
+            this.cluster_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
             this.current_leader_epoch = r.i32();
             this.voter_id = r.i32();
             this.voter_directory_id = r.uuid();
-            this.listeners = { let n = r.len(); (0..n).map(|_| Listener::sample(r, version)).collect() };
+            this.listeners = {
+                let n = r.len();
+                (0..n).map(|_| Listener::sample(r, version)).collect()
+            };
             this.k_raft_version_feature = KRaftVersionFeature::sample(r, version);
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -173,7 +224,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -198,7 +251,9 @@ pub mod request {
             this.name = r.string();
             this.host = r.string();
             this.port = r.u16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -251,7 +306,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -264,8 +321,14 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("minSupportedVersion".into(), Value::from(*&self.min_supported_version));
-            m.insert("maxSupportedVersion".into(), Value::from(*&self.max_supported_version));
+            m.insert(
+                "minSupportedVersion".into(),
+                Value::from(*&self.min_supported_version),
+            );
+            m.insert(
+                "maxSupportedVersion".into(),
+                Value::from(*&self.max_supported_version),
+            );
             Value::Object(m)
         }
 
@@ -274,11 +337,12 @@ pub mod request {
             let mut this = Self::default();
             this.min_supported_version = r.i16();
             this.max_supported_version = r.i16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `UpdateRaftVoterResponse`.
@@ -288,10 +352,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `UpdateRaftVoterResponse`, versions 0, flexible in 0.
     #[derive(Debug, Clone, PartialEq)]
@@ -325,11 +389,22 @@ pub mod response {
             wire::put_i16(s, *&self.error_code);
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if true && self.current_leader != CurrentLeader::default() { n += 1; }
+                if true && self.current_leader != CurrentLeader::default() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if true && self.current_leader != CurrentLeader::default() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; (&self.current_leader).encode(s, version)?; } wire::put_uvarint(s, counter.0 as u32); (&self.current_leader).encode(s, version)?; }
+                if true && self.current_leader != CurrentLeader::default() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        (&self.current_leader).encode(s, version)?;
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    (&self.current_leader).encode(s, version)?;
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             }
             Ok(())
@@ -347,8 +422,15 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 => { let declared = data.len(); let b = &mut data; this.current_leader = CurrentLeader::decode(b, version)?; wire::tagged_done(b, declared, "CurrentLeader")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.current_leader = CurrentLeader::decode(b, version)?;
+                            wire::tagged_done(b, declared, "CurrentLeader")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -361,9 +443,17 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("throttleTimeMs".into(), Value::from(*&self.throttle_time_ms));
+            m.insert(
+                "throttleTimeMs".into(),
+                Value::from(*&self.throttle_time_ms),
+            );
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("currentLeader".into(), (&self.current_leader).to_json(version));
+            if (false) || ((true) && self.current_leader != CurrentLeader::default()) {
+                m.insert(
+                    "currentLeader".into(),
+                    (&self.current_leader).to_json(version),
+                );
+            }
             Value::Object(m)
         }
 
@@ -373,7 +463,9 @@ pub mod response {
             this.throttle_time_ms = r.i32();
             this.error_code = r.i16();
             this.current_leader = CurrentLeader::sample(r, version);
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -436,7 +528,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -463,9 +557,10 @@ pub mod response {
             this.leader_epoch = r.i32();
             this.host = r.string();
             this.port = r.i32();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

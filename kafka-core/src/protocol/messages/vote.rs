@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `VoteRequest`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -44,9 +44,21 @@ pub mod request {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            match &self.cluster_id { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
-            if version >= 1 { wire::put_i32(s, *&self.voter_id); }
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            match &self.cluster_id {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
+            if version >= 1 {
+                wire::put_i32(s, *&self.voter_id);
+            }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -63,13 +75,24 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.cluster_id = wire::get_opt_str(b, flexible, "ClusterId")?;
-            if version >= 1 { this.voter_id = wire::get_i32(b)?; }
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
+            if version >= 1 {
+                this.voter_id = wire::get_i32(b)?;
+            }
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -82,19 +105,46 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("clusterId".into(), match &self.cluster_id { Some(v) => Value::String((v).to_string()), None => Value::Null });
-            if version >= 1 { m.insert("voterId".into(), Value::from(*&self.voter_id)); }
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "clusterId".into(),
+                match &self.cluster_id {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
+            if version >= 1 {
+                m.insert("voterId".into(), Value::from(*&self.voter_id));
+            }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.cluster_id = if (true) && r.null() { None } else { Some(r.string()) };
-            if version >= 1 { this.voter_id = r.i32(); }
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.cluster_id = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if version >= 1 {
+                this.voter_id = r.i32();
+            }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -125,7 +175,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -142,12 +195,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -160,8 +222,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -169,8 +242,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -221,12 +299,23 @@ pub mod request {
             wire::put_i32(s, *&self.partition_index);
             wire::put_i32(s, *&self.replica_epoch);
             wire::put_i32(s, *&self.replica_id);
-            if version >= 1 { wire::put_uuid(s, &self.replica_directory_id); }
-            if version >= 1 { wire::put_uuid(s, &self.voter_directory_id); }
+            if version >= 1 {
+                wire::put_uuid(s, &self.replica_directory_id);
+            }
+            if version >= 1 {
+                wire::put_uuid(s, &self.voter_directory_id);
+            }
             wire::put_i32(s, *&self.last_offset_epoch);
             wire::put_i64(s, *&self.last_offset);
-            if version >= 2 { wire::put_bool(s, *&self.pre_vote); }
-            if !(version >= 2) && self.pre_vote != false { return Err(EncodeError::FieldNotInVersion { field: "PreVote", version }); }
+            if version >= 2 {
+                wire::put_bool(s, *&self.pre_vote);
+            }
+            if !(version >= 2) && self.pre_vote != false {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "PreVote",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -245,16 +334,24 @@ pub mod request {
             this.partition_index = wire::get_i32(b)?;
             this.replica_epoch = wire::get_i32(b)?;
             this.replica_id = wire::get_i32(b)?;
-            if version >= 1 { this.replica_directory_id = wire::get_uuid(b)?; }
-            if version >= 1 { this.voter_directory_id = wire::get_uuid(b)?; }
+            if version >= 1 {
+                this.replica_directory_id = wire::get_uuid(b)?;
+            }
+            if version >= 1 {
+                this.voter_directory_id = wire::get_uuid(b)?;
+            }
             this.last_offset_epoch = wire::get_i32(b)?;
             this.last_offset = wire::get_i64(b)?;
-            if version >= 2 { this.pre_vote = wire::get_bool(b)?; }
+            if version >= 2 {
+                this.pre_vote = wire::get_bool(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -270,11 +367,26 @@ pub mod request {
             m.insert("partitionIndex".into(), Value::from(*&self.partition_index));
             m.insert("replicaEpoch".into(), Value::from(*&self.replica_epoch));
             m.insert("replicaId".into(), Value::from(*&self.replica_id));
-            if version >= 1 { m.insert("replicaDirectoryId".into(), Value::String((&self.replica_directory_id).to_string())); }
-            if version >= 1 { m.insert("voterDirectoryId".into(), Value::String((&self.voter_directory_id).to_string())); }
-            m.insert("lastOffsetEpoch".into(), Value::from(*&self.last_offset_epoch));
+            if version >= 1 {
+                m.insert(
+                    "replicaDirectoryId".into(),
+                    Value::String((&self.replica_directory_id).to_string()),
+                );
+            }
+            if version >= 1 {
+                m.insert(
+                    "voterDirectoryId".into(),
+                    Value::String((&self.voter_directory_id).to_string()),
+                );
+            }
+            m.insert(
+                "lastOffsetEpoch".into(),
+                Value::from(*&self.last_offset_epoch),
+            );
             m.insert("lastOffset".into(), Value::from(*&self.last_offset));
-            if version >= 2 { m.insert("preVote".into(), Value::from(*&self.pre_vote)); }
+            if version >= 2 {
+                m.insert("preVote".into(), Value::from(*&self.pre_vote));
+            }
             Value::Object(m)
         }
 
@@ -284,16 +396,23 @@ pub mod request {
             this.partition_index = r.i32();
             this.replica_epoch = r.i32();
             this.replica_id = r.i32();
-            if version >= 1 { this.replica_directory_id = r.uuid(); }
-            if version >= 1 { this.voter_directory_id = r.uuid(); }
+            if version >= 1 {
+                this.replica_directory_id = r.uuid();
+            }
+            if version >= 1 {
+                this.voter_directory_id = r.uuid();
+            }
             this.last_offset_epoch = r.i32();
             this.last_offset = r.i64();
-            if version >= 2 { this.pre_vote = r.bool(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 2 {
+                this.pre_vote = r.bool();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `VoteResponse`.
@@ -303,10 +422,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `VoteResponse`, versions 0-2, flexible in 0-2.
     #[derive(Debug, Clone, PartialEq)]
@@ -337,15 +456,40 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_i16(s, *&self.error_code);
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
-            if !(version >= 1) && !self.node_endpoints.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "NodeEndpoints", version }); }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
+            if !(version >= 1) && !self.node_endpoints.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeEndpoints",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
-                if version >= 1 && !self.node_endpoints.is_empty() { n += 1; }
+                if version >= 1 && !self.node_endpoints.is_empty() {
+                    n += 1;
+                }
                 wire::put_uvarint(s, n as u32);
                 let mut raw = self.unknown_tagged_fields.iter().peekable();
                 wire::put_raw_tags_below(s, &mut raw, 0);
-                if version >= 1 && !self.node_endpoints.is_empty() { wire::put_uvarint(s, 0); let mut counter = ByteCounter::default(); { let s = &mut counter; wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } } wire::put_uvarint(s, counter.0 as u32); wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?; for e in (&self.node_endpoints).iter() { (e).encode(s, version)?; } }
+                if version >= 1 && !self.node_endpoints.is_empty() {
+                    wire::put_uvarint(s, 0);
+                    let mut counter = ByteCounter::default();
+                    {
+                        let s = &mut counter;
+                        wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                        for e in (&self.node_endpoints).iter() {
+                            (e).encode(s, version)?;
+                        }
+                    }
+                    wire::put_uvarint(s, counter.0 as u32);
+                    wire::put_array_len(s, (&self.node_endpoints).len(), flexible)?;
+                    for e in (&self.node_endpoints).iter() {
+                        (e).encode(s, version)?;
+                    }
+                }
                 wire::put_raw_tags_below(s, &mut raw, u32::MAX);
             }
             Ok(())
@@ -358,13 +502,34 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.error_code = wire::get_i16(b)?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(TopicData::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(TopicData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        0 if version >= 1 => { let declared = data.len(); let b = &mut data; this.node_endpoints = { let n = wire::get_array_len(b, flexible, "NodeEndpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(NodeEndpoint::decode(b, version)?); } v }; wire::tagged_done(b, declared, "NodeEndpoints")?; }
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        0 if version >= 1 => {
+                            let declared = data.len();
+                            let b = &mut data;
+                            this.node_endpoints = {
+                                let n = wire::get_array_len(b, flexible, "NodeEndpoints")?;
+                                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                                for _ in 0..n {
+                                    v.push(NodeEndpoint::decode(b, version)?);
+                                }
+                                v
+                            };
+                            wire::tagged_done(b, declared, "NodeEndpoints")?;
+                        }
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -378,8 +543,26 @@ pub mod response {
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
-            if version >= 1 { m.insert("nodeEndpoints".into(), Value::Array((&self.node_endpoints).iter().map(|e| (e).to_json(version)).collect())); }
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
+            if (false) || ((version >= 1) && !self.node_endpoints.is_empty()) {
+                m.insert(
+                    "nodeEndpoints".into(),
+                    Value::Array(
+                        (&self.node_endpoints)
+                            .iter()
+                            .map(|e| (e).to_json(version))
+                            .collect(),
+                    ),
+                );
+            }
             Value::Object(m)
         }
 
@@ -387,9 +570,19 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.error_code = r.i16();
-            this.topics = { let n = r.len(); (0..n).map(|_| TopicData::sample(r, version)).collect() };
-            if version >= 1 { this.node_endpoints = { let n = r.len(); (0..n).map(|_| NodeEndpoint::sample(r, version)).collect() }; }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| TopicData::sample(r, version)).collect()
+            };
+            if version >= 1 {
+                this.node_endpoints = {
+                    let n = r.len();
+                    (0..n).map(|_| NodeEndpoint::sample(r, version)).collect()
+                };
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -420,7 +613,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.topic_name, flexible)?;
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -437,12 +633,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.topic_name = wire::get_str(b, flexible, "TopicName")?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -455,8 +660,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicName".into(), Value::String((&self.topic_name).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicName".into(),
+                Value::String((&self.topic_name).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -464,8 +680,13 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_name = r.string();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -533,7 +754,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -562,7 +785,9 @@ pub mod response {
             this.leader_id = r.i32();
             this.leader_epoch = r.i32();
             this.vote_granted = r.bool();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -595,12 +820,33 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            if version >= 1 { wire::put_i32(s, *&self.node_id); }
-            if !(version >= 1) && self.node_id != 0i32 { return Err(EncodeError::FieldNotInVersion { field: "NodeId", version }); }
-            if version >= 1 { wire::put_str(s, &self.host, flexible)?; }
-            if !(version >= 1) && !self.host.is_empty() { return Err(EncodeError::FieldNotInVersion { field: "Host", version }); }
-            if version >= 1 { wire::put_u16(s, *&self.port); }
-            if !(version >= 1) && self.port != 0u16 { return Err(EncodeError::FieldNotInVersion { field: "Port", version }); }
+            if version >= 1 {
+                wire::put_i32(s, *&self.node_id);
+            }
+            if !(version >= 1) && self.node_id != 0i32 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "NodeId",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_str(s, &self.host, flexible)?;
+            }
+            if !(version >= 1) && !self.host.is_empty() {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Host",
+                    version,
+                });
+            }
+            if version >= 1 {
+                wire::put_u16(s, *&self.port);
+            }
+            if !(version >= 1) && self.port != 0u16 {
+                return Err(EncodeError::FieldNotInVersion {
+                    field: "Port",
+                    version,
+                });
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -616,14 +862,22 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            if version >= 1 { this.node_id = wire::get_i32(b)?; }
-            if version >= 1 { this.host = wire::get_str(b, flexible, "Host")?; }
-            if version >= 1 { this.port = wire::get_u16(b)?; }
+            if version >= 1 {
+                this.node_id = wire::get_i32(b)?;
+            }
+            if version >= 1 {
+                this.host = wire::get_str(b, flexible, "Host")?;
+            }
+            if version >= 1 {
+                this.port = wire::get_u16(b)?;
+            }
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -636,21 +890,34 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            if version >= 1 { m.insert("nodeId".into(), Value::from(*&self.node_id)); }
-            if version >= 1 { m.insert("host".into(), Value::String((&self.host).to_string())); }
-            if version >= 1 { m.insert("port".into(), Value::from(*&self.port)); }
+            if version >= 1 {
+                m.insert("nodeId".into(), Value::from(*&self.node_id));
+            }
+            if version >= 1 {
+                m.insert("host".into(), Value::String((&self.host).to_string()));
+            }
+            if version >= 1 {
+                m.insert("port".into(), Value::from(*&self.port));
+            }
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            if version >= 1 { this.node_id = r.i32(); }
-            if version >= 1 { this.host = r.string(); }
-            if version >= 1 { this.port = r.u16(); }
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.node_id = r.i32();
+            }
+            if version >= 1 {
+                this.host = r.string();
+            }
+            if version >= 1 {
+                this.port = r.u16();
+            }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

@@ -6,10 +6,10 @@ use bytes::Bytes;
 #[cfg(feature = "oracle")]
 use serde_json::Value;
 
-use crate::protocol::wire::{self, ByteCounter, Sink};
-use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 #[cfg(feature = "oracle")]
 use crate::protocol::oracle::{self, OracleExt, SampleRng};
+use crate::protocol::wire::{self, ByteCounter, Sink};
+use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
 /// `VotersRecord`, versions 0, flexible in 0.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +37,10 @@ impl Encodable for VotersRecord {
     fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i16(s, *&self.version);
-        wire::put_array_len(s, (&self.voters).len(), flexible)?; for e in (&self.voters).iter() { (e).encode(s, version)?; }
+        wire::put_array_len(s, (&self.voters).len(), flexible)?;
+        for e in (&self.voters).iter() {
+            (e).encode(s, version)?;
+        }
         if flexible {
             let mut n = self.unknown_tagged_fields.len();
             wire::put_uvarint(s, n as u32);
@@ -54,12 +57,21 @@ impl Decodable for VotersRecord {
         let flexible = true;
         let mut this = Self::default();
         this.version = wire::get_i16(b)?;
-        this.voters = { let n = wire::get_array_len(b, flexible, "Voters")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Voter::decode(b, version)?); } v };
+        this.voters = {
+            let n = wire::get_array_len(b, flexible, "Voters")?;
+            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+            for _ in 0..n {
+                v.push(Voter::decode(b, version)?);
+            }
+            v
+        };
         if flexible {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -73,7 +85,15 @@ impl OracleExt for VotersRecord {
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("version".into(), Value::from(*&self.version));
-        m.insert("voters".into(), Value::Array((&self.voters).iter().map(|e| (e).to_json(version)).collect()));
+        m.insert(
+            "voters".into(),
+            Value::Array(
+                (&self.voters)
+                    .iter()
+                    .map(|e| (e).to_json(version))
+                    .collect(),
+            ),
+        );
         Value::Object(m)
     }
 
@@ -81,8 +101,13 @@ impl OracleExt for VotersRecord {
     fn sample(r: &mut SampleRng, version: i16) -> Self {
         let mut this = Self::default();
         this.version = r.i16();
-        this.voters = { let n = r.len(); (0..n).map(|_| Voter::sample(r, version)).collect() };
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        this.voters = {
+            let n = r.len();
+            (0..n).map(|_| Voter::sample(r, version)).collect()
+        };
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }
@@ -120,7 +145,10 @@ impl Encodable for Voter {
         let flexible = true;
         wire::put_i32(s, *&self.voter_id);
         wire::put_uuid(s, &self.voter_directory_id);
-        wire::put_array_len(s, (&self.endpoints).len(), flexible)?; for e in (&self.endpoints).iter() { (e).encode(s, version)?; }
+        wire::put_array_len(s, (&self.endpoints).len(), flexible)?;
+        for e in (&self.endpoints).iter() {
+            (e).encode(s, version)?;
+        }
         (&self.k_raft_version_feature).encode(s, version)?;
         if flexible {
             let mut n = self.unknown_tagged_fields.len();
@@ -139,13 +167,22 @@ impl Decodable for Voter {
         let mut this = Self::default();
         this.voter_id = wire::get_i32(b)?;
         this.voter_directory_id = wire::get_uuid(b)?;
-        this.endpoints = { let n = wire::get_array_len(b, flexible, "Endpoints")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(Endpoint::decode(b, version)?); } v };
+        this.endpoints = {
+            let n = wire::get_array_len(b, flexible, "Endpoints")?;
+            let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+            for _ in 0..n {
+                v.push(Endpoint::decode(b, version)?);
+            }
+            v
+        };
         this.k_raft_version_feature = KRaftVersionFeature::decode(b, version)?;
         if flexible {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -159,9 +196,23 @@ impl OracleExt for Voter {
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("voterId".into(), Value::from(*&self.voter_id));
-        m.insert("voterDirectoryId".into(), Value::String((&self.voter_directory_id).to_string()));
-        m.insert("endpoints".into(), Value::Array((&self.endpoints).iter().map(|e| (e).to_json(version)).collect()));
-        m.insert("kRaftVersionFeature".into(), (&self.k_raft_version_feature).to_json(version));
+        m.insert(
+            "voterDirectoryId".into(),
+            Value::String((&self.voter_directory_id).to_string()),
+        );
+        m.insert(
+            "endpoints".into(),
+            Value::Array(
+                (&self.endpoints)
+                    .iter()
+                    .map(|e| (e).to_json(version))
+                    .collect(),
+            ),
+        );
+        m.insert(
+            "kRaftVersionFeature".into(),
+            (&self.k_raft_version_feature).to_json(version),
+        );
         Value::Object(m)
     }
 
@@ -170,9 +221,14 @@ impl OracleExt for Voter {
         let mut this = Self::default();
         this.voter_id = r.i32();
         this.voter_directory_id = r.uuid();
-        this.endpoints = { let n = r.len(); (0..n).map(|_| Endpoint::sample(r, version)).collect() };
+        this.endpoints = {
+            let n = r.len();
+            (0..n).map(|_| Endpoint::sample(r, version)).collect()
+        };
         this.k_raft_version_feature = KRaftVersionFeature::sample(r, version);
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }
@@ -230,7 +286,9 @@ impl Decodable for Endpoint {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -255,7 +313,9 @@ impl OracleExt for Endpoint {
         this.name = r.string();
         this.host = r.string();
         this.port = r.u16();
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }
@@ -308,7 +368,9 @@ impl Decodable for KRaftVersionFeature {
             for _ in 0..wire::get_tag_count(b)? {
                 let (tag, mut data) = wire::get_tagged(b)?;
                 match tag {
-                    _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                    _ => this
+                        .unknown_tagged_fields
+                        .push(RawTaggedField { tag, data }),
                 }
             }
         }
@@ -321,8 +383,14 @@ impl OracleExt for KRaftVersionFeature {
     #[allow(unused_variables, unused_mut)]
     fn to_json(&self, version: i16) -> Value {
         let mut m = serde_json::Map::new();
-        m.insert("minSupportedVersion".into(), Value::from(*&self.min_supported_version));
-        m.insert("maxSupportedVersion".into(), Value::from(*&self.max_supported_version));
+        m.insert(
+            "minSupportedVersion".into(),
+            Value::from(*&self.min_supported_version),
+        );
+        m.insert(
+            "maxSupportedVersion".into(),
+            Value::from(*&self.max_supported_version),
+        );
         Value::Object(m)
     }
 
@@ -331,7 +399,9 @@ impl OracleExt for KRaftVersionFeature {
         let mut this = Self::default();
         this.min_supported_version = r.i16();
         this.max_supported_version = r.i16();
-        if true { this.unknown_tagged_fields = r.unknown_tags(); }
+        if true {
+            this.unknown_tagged_fields = r.unknown_tags();
+        }
         this
     }
 }

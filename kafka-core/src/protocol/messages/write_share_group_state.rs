@@ -11,10 +11,10 @@ pub mod request {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `WriteShareGroupStateRequest`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +42,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_str(s, &self.group_id, flexible)?;
-            wire::put_array_len(s, (&self.topics).len(), flexible)?; for e in (&self.topics).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.topics).len(), flexible)?;
+            for e in (&self.topics).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -59,12 +62,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.group_id = wire::get_str(b, flexible, "GroupId")?;
-            this.topics = { let n = wire::get_array_len(b, flexible, "Topics")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(WriteStateData::decode(b, version)?); } v };
+            this.topics = {
+                let n = wire::get_array_len(b, flexible, "Topics")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(WriteStateData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -77,8 +89,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("groupId".into(), Value::String((&self.group_id).to_string()));
-            m.insert("topics".into(), Value::Array((&self.topics).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "groupId".into(),
+                Value::String((&self.group_id).to_string()),
+            );
+            m.insert(
+                "topics".into(),
+                Value::Array(
+                    (&self.topics)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -86,8 +109,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.group_id = r.string();
-            this.topics = { let n = r.len(); (0..n).map(|_| WriteStateData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.topics = {
+                let n = r.len();
+                (0..n).map(|_| WriteStateData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -118,7 +146,10 @@ pub mod request {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -135,12 +166,21 @@ pub mod request {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionData::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionData::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -153,8 +193,19 @@ pub mod request {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -162,8 +213,13 @@ pub mod request {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionData::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n).map(|_| PartitionData::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -209,8 +265,13 @@ pub mod request {
             wire::put_i32(s, *&self.state_epoch);
             wire::put_i32(s, *&self.leader_epoch);
             wire::put_i64(s, *&self.start_offset);
-            if version >= 1 { wire::put_i32(s, *&self.delivery_complete_count); }
-            wire::put_array_len(s, (&self.state_batches).len(), flexible)?; for e in (&self.state_batches).iter() { (e).encode(s, version)?; }
+            if version >= 1 {
+                wire::put_i32(s, *&self.delivery_complete_count);
+            }
+            wire::put_array_len(s, (&self.state_batches).len(), flexible)?;
+            for e in (&self.state_batches).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -230,13 +291,24 @@ pub mod request {
             this.state_epoch = wire::get_i32(b)?;
             this.leader_epoch = wire::get_i32(b)?;
             this.start_offset = wire::get_i64(b)?;
-            if version >= 1 { this.delivery_complete_count = wire::get_i32(b)?; }
-            this.state_batches = { let n = wire::get_array_len(b, flexible, "StateBatches")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(StateBatch::decode(b, version)?); } v };
+            if version >= 1 {
+                this.delivery_complete_count = wire::get_i32(b)?;
+            }
+            this.state_batches = {
+                let n = wire::get_array_len(b, flexible, "StateBatches")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(StateBatch::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -253,8 +325,21 @@ pub mod request {
             m.insert("stateEpoch".into(), Value::from(*&self.state_epoch));
             m.insert("leaderEpoch".into(), Value::from(*&self.leader_epoch));
             m.insert("startOffset".into(), Value::from(*&self.start_offset));
-            if version >= 1 { m.insert("deliveryCompleteCount".into(), Value::from(*&self.delivery_complete_count)); }
-            m.insert("stateBatches".into(), Value::Array((&self.state_batches).iter().map(|e| (e).to_json(version)).collect()));
+            if version >= 1 {
+                m.insert(
+                    "deliveryCompleteCount".into(),
+                    Value::from(*&self.delivery_complete_count),
+                );
+            }
+            m.insert(
+                "stateBatches".into(),
+                Value::Array(
+                    (&self.state_batches)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -265,9 +350,16 @@ pub mod request {
             this.state_epoch = r.i32();
             this.leader_epoch = r.i32();
             this.start_offset = r.i64();
-            if version >= 1 { this.delivery_complete_count = r.i32(); }
-            this.state_batches = { let n = r.len(); (0..n).map(|_| StateBatch::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if version >= 1 {
+                this.delivery_complete_count = r.i32();
+            }
+            this.state_batches = {
+                let n = r.len();
+                (0..n).map(|_| StateBatch::sample(r, version)).collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -330,7 +422,9 @@ pub mod request {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -357,11 +451,12 @@ pub mod request {
             this.last_offset = r.i64();
             this.delivery_state = r.i8();
             this.delivery_count = r.i16();
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }
 
 /// Types of the `WriteShareGroupStateResponse`.
@@ -371,10 +466,10 @@ pub mod response {
     #[cfg(feature = "oracle")]
     use serde_json::Value;
 
-    use crate::protocol::wire::{self, ByteCounter, Sink};
-    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
     #[cfg(feature = "oracle")]
     use crate::protocol::oracle::{self, OracleExt, SampleRng};
+    use crate::protocol::wire::{self, ByteCounter, Sink};
+    use crate::protocol::{Decodable, DecodeError, Encodable, EncodeError, RawTaggedField, Uuid};
 
     /// `WriteShareGroupStateResponse`, versions 0-1, flexible in 0-1.
     #[derive(Debug, Clone, PartialEq)]
@@ -398,7 +493,10 @@ pub mod response {
         #[allow(unused_variables)]
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
-            wire::put_array_len(s, (&self.results).len(), flexible)?; for e in (&self.results).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.results).len(), flexible)?;
+            for e in (&self.results).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -414,12 +512,21 @@ pub mod response {
         fn decode(b: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
             let flexible = true;
             let mut this = Self::default();
-            this.results = { let n = wire::get_array_len(b, flexible, "Results")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(WriteStateResult::decode(b, version)?); } v };
+            this.results = {
+                let n = wire::get_array_len(b, flexible, "Results")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(WriteStateResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -432,15 +539,30 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("results".into(), Value::Array((&self.results).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "results".into(),
+                Value::Array(
+                    (&self.results)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
         #[allow(unused_variables, unused_mut)]
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
-            this.results = { let n = r.len(); (0..n).map(|_| WriteStateResult::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.results = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| WriteStateResult::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -471,7 +593,10 @@ pub mod response {
         fn encode<S: Sink>(&self, s: &mut S, version: i16) -> Result<(), EncodeError> {
             let flexible = true;
             wire::put_uuid(s, &self.topic_id);
-            wire::put_array_len(s, (&self.partitions).len(), flexible)?; for e in (&self.partitions).iter() { (e).encode(s, version)?; }
+            wire::put_array_len(s, (&self.partitions).len(), flexible)?;
+            for e in (&self.partitions).iter() {
+                (e).encode(s, version)?;
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -488,12 +613,21 @@ pub mod response {
             let flexible = true;
             let mut this = Self::default();
             this.topic_id = wire::get_uuid(b)?;
-            this.partitions = { let n = wire::get_array_len(b, flexible, "Partitions")?; let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT)); for _ in 0..n { v.push(PartitionResult::decode(b, version)?); } v };
+            this.partitions = {
+                let n = wire::get_array_len(b, flexible, "Partitions")?;
+                let mut v = Vec::with_capacity(n.min(wire::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    v.push(PartitionResult::decode(b, version)?);
+                }
+                v
+            };
             if flexible {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -506,8 +640,19 @@ pub mod response {
         #[allow(unused_variables, unused_mut)]
         fn to_json(&self, version: i16) -> Value {
             let mut m = serde_json::Map::new();
-            m.insert("topicId".into(), Value::String((&self.topic_id).to_string()));
-            m.insert("partitions".into(), Value::Array((&self.partitions).iter().map(|e| (e).to_json(version)).collect()));
+            m.insert(
+                "topicId".into(),
+                Value::String((&self.topic_id).to_string()),
+            );
+            m.insert(
+                "partitions".into(),
+                Value::Array(
+                    (&self.partitions)
+                        .iter()
+                        .map(|e| (e).to_json(version))
+                        .collect(),
+                ),
+            );
             Value::Object(m)
         }
 
@@ -515,8 +660,15 @@ pub mod response {
         fn sample(r: &mut SampleRng, version: i16) -> Self {
             let mut this = Self::default();
             this.topic_id = r.uuid();
-            this.partitions = { let n = r.len(); (0..n).map(|_| PartitionResult::sample(r, version)).collect() };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.partitions = {
+                let n = r.len();
+                (0..n)
+                    .map(|_| PartitionResult::sample(r, version))
+                    .collect()
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
@@ -551,7 +703,14 @@ pub mod response {
             let flexible = true;
             wire::put_i32(s, *&self.partition);
             wire::put_i16(s, *&self.error_code);
-            match &self.error_message { Some(v) => { wire::put_str(s, v, flexible)?; } None => { wire::put_opt_str(s, None, flexible)?; } }
+            match &self.error_message {
+                Some(v) => {
+                    wire::put_str(s, v, flexible)?;
+                }
+                None => {
+                    wire::put_opt_str(s, None, flexible)?;
+                }
+            }
             if flexible {
                 let mut n = self.unknown_tagged_fields.len();
                 wire::put_uvarint(s, n as u32);
@@ -574,7 +733,9 @@ pub mod response {
                 for _ in 0..wire::get_tag_count(b)? {
                     let (tag, mut data) = wire::get_tagged(b)?;
                     match tag {
-                        _ => this.unknown_tagged_fields.push(RawTaggedField { tag, data }),
+                        _ => this
+                            .unknown_tagged_fields
+                            .push(RawTaggedField { tag, data }),
                     }
                 }
             }
@@ -589,7 +750,13 @@ pub mod response {
             let mut m = serde_json::Map::new();
             m.insert("partition".into(), Value::from(*&self.partition));
             m.insert("errorCode".into(), Value::from(*&self.error_code));
-            m.insert("errorMessage".into(), match &self.error_message { Some(v) => Value::String((v).to_string()), None => Value::Null });
+            m.insert(
+                "errorMessage".into(),
+                match &self.error_message {
+                    Some(v) => Value::String((v).to_string()),
+                    None => Value::Null,
+                },
+            );
             Value::Object(m)
         }
 
@@ -598,10 +765,15 @@ pub mod response {
             let mut this = Self::default();
             this.partition = r.i32();
             this.error_code = r.i16();
-            this.error_message = if (true) && r.null() { None } else { Some(r.string()) };
-            if true { this.unknown_tagged_fields = r.unknown_tags(); }
+            this.error_message = if (true) && r.null() {
+                None
+            } else {
+                Some(r.string())
+            };
+            if true {
+                this.unknown_tagged_fields = r.unknown_tags();
+            }
             this
         }
     }
-
 }

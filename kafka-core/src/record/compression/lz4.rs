@@ -110,14 +110,17 @@ fn decompress_inner(
             }
             out.extend_from_slice(block);
         } else {
-            let want = max_block.min(room);
+            // LZ4 expands at most 255:1, so a small block never needs the frame's
+            // full block size.
+            let bound = max_block.min(size.saturating_mul(255).saturating_add(64));
+            let want = bound.min(room);
             let at = out.len();
             out.resize(at + want, 0);
             match lz4_flex::block::decompress_into(block, &mut out[at..]) {
                 Ok(n) => out.truncate(at + n),
                 Err(e) => {
                     out.truncate(at);
-                    return Err(if want < max_block {
+                    return Err(if room < bound {
                         RecordError::DecompressedTooLarge { cap }
                     } else {
                         corrupt(e)

@@ -5,11 +5,16 @@ use crate::record::RecordError;
 
 pub(super) fn decompress(input: &[u8], cap: usize, out: &mut Vec<u8>) -> Result<(), RecordError> {
     // The frame's declared content size is never used to size the output.
-    let decoder =
-        zstd::stream::read::Decoder::with_buffer(input).map_err(|e| RecordError::Decompress {
-            codec: Compression::Zstd,
-            reason: e.to_string(),
-        })?;
+    let err = |e: std::io::Error| RecordError::Decompress {
+        codec: Compression::Zstd,
+        reason: e.to_string(),
+    };
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(err)?;
+    // The window a frame may ask for: enough for any frame Kafka's producers write
+    // (2^22 at least), no more than the output cap needs, and at most zstd's default
+    // limit of 2^27.
+    let cap_log = usize::BITS - cap.max(1).leading_zeros();
+    decoder.window_log_max(cap_log.clamp(22, 27)).map_err(err)?;
     read_bounded(
         decoder,
         Compression::Zstd,

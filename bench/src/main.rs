@@ -1,0 +1,351 @@
+//! Record batch codec benchmark, no broker: encode and decode 1,000,000 records of
+//! 100-byte values in batches of 1,000 for every codec and two value pools, for
+//! `kafka-core` and, in the same run, the `kafka-protocol` crate; plus memcpy and
+//! CRC-32C throughput over the same batches as the physical bound.
+//!
+//! Run: `cargo run --release -p kafka-bench` (prints a markdown table; see
+//! `bench/RESULTS.md`). `KAFKA_BENCH_RECORDS=N` shrinks the run for a smoke test.
+
+use std::alloc::System;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use kafka_core::record::{
+    BatchEncoder, BatchOptions, Compression, DecodeOptions, NewRecord, RecordBatch,
+};
+use kafka_protocol::records as kp;
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+const BATCH: usize = 1000;
+const VALUE: usize = 100;
+const T0: i64 = 1_700_000_000_000;
+
+/// 1,000,000 values of 100 bytes, contiguous.
+struct Pool {
+    name: &'static str,
+    data: Bytes,
+}
+
+impl Pool {
+    fn value(&self, i: usize) -> &[u8] {
+        &self.data[i * VALUE..(i + 1) * VALUE]
+    }
+}
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn pools(records: usize) -> Vec<Pool> {
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    let random: Vec<u8> = (0..records * VALUE).map(|_| rng.next() as u8).collect();
+    let mut json = Vec::with_capacity(records * VALUE);
+    for i in 0..records {
+        let mut v = format!(
+            "{{\"id\":{},\"user\":\"user{}\",\"active\":{},\"score\":{}.{:02},\"tags\":[\"a\",\"b\"],\"region\":\"eu-west-{}\"}}",
+            i,
+            rng.next() % 10_000,
+            rng.next() % 2 == 0,
+            rng.next() % 1000,
+            rng.next() % 100,
+            rng.next() % 3
+        )
+        .into_bytes();
+        v.resize(VALUE, b' ');
+        json.extend_from_slice(&v);
+    }
+    vec![
+        Pool {
+            name: "incompressible",
+            data: Bytes::from(random),
+        },
+        Pool {
+            name: "json-like",
+            data: Bytes::from(json),
+        },
+    ]
+}
+
+/// Best time over up to three runs (one if the first takes over a second), and the
+/// allocations (plus reallocations) of the first run.
+fn measure(mut f: impl FnMut()) -> (Duration, usize) {
+    let region = Region::new(GLOBAL);
+    let start = Instant::now();
+    f();
+    let first = start.elapsed();
+    let stats = region.change();
+    let allocs = stats.allocations + stats.reallocations;
+    let mut best = first;
+    if first < Duration::from_secs(1) {
+        for _ in 0..2 {
+            let start = Instant::now();
+            f();
+            best = best.min(start.elapsed());
+        }
+    }
+    (best, allocs)
+}
+
+struct Row {
+    op: &'static str,
+    codec: Compression,
+    pool: &'static str,
+    ours: (Duration, usize),
+    peer: (Duration, usize),
+}
+
+fn ours_encode(pool: &Pool, records: usize, codec: Compression, out: &mut Vec<u8>) {
+    let mut enc = BatchEncoder::new();
+    let opts = BatchOptions {
+        compression: codec,
+        ..BatchOptions::default()
+    };
+    for b in 0..records / BATCH {
+        out.clear();
+        let batch = enc
+            .encode(
+                &opts,
+                (b * BATCH..(b + 1) * BATCH).map(|i| NewRecord {
+                    timestamp: T0 + i as i64,
+                    key: None,
+                    value: Some(pool.value(i)),
+                    headers: &[],
+                }),
+                out,
+            )
+            .expect("encode");
+        let _ = black_box(batch);
+        black_box(&out);
+    }
+}
+
+fn peer_records(pool: &Pool, records: usize) -> Vec<kp::Record> {
+    (0..records)
+        .map(|i| kp::Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: kp::TimestampType::Creation,
+            offset: (i % BATCH) as i64,
+            // kafka-protocol starts a new batch when offset - sequence changes.
+            sequence: (i % BATCH) as i32,
+            timestamp: T0 + i as i64,
+            key: None,
+            value: Some(pool.data.slice(i * VALUE..(i + 1) * VALUE)),
+            headers: indexmap::IndexMap::new(),
+        })
+        .collect()
+}
+
+fn peer_codec(c: Compression) -> kp::Compression {
+    match c {
+        Compression::None => kp::Compression::None,
+        Compression::Gzip => kp::Compression::Gzip,
+        Compression::Snappy => kp::Compression::Snappy,
+        Compression::Lz4 => kp::Compression::Lz4,
+        Compression::Zstd => kp::Compression::Zstd,
+    }
+}
+
+fn peer_encode(recs: &[kp::Record], codec: Compression, buf: &mut BytesMut) {
+    let opts = kp::RecordEncodeOptions {
+        version: 2,
+        compression: peer_codec(codec),
+    };
+    for chunk in recs.chunks(BATCH) {
+        buf.clear();
+        kp::RecordBatchEncoder::encode(buf, chunk.iter(), &opts).expect("peer encode");
+        black_box(&buf);
+    }
+}
+
+/// Our batches for the decode runs: one buffer, one `Bytes` slice per batch.
+fn encoded_batches(pool: &Pool, records: usize, codec: Compression) -> Vec<Bytes> {
+    let mut all = Vec::new();
+    let mut ends = Vec::new();
+    let mut enc = BatchEncoder::new();
+    let opts = BatchOptions {
+        compression: codec,
+        ..BatchOptions::default()
+    };
+    for b in 0..records / BATCH {
+        let e = enc
+            .encode(
+                &opts,
+                (b * BATCH..(b + 1) * BATCH).map(|i| NewRecord {
+                    timestamp: T0 + i as i64,
+                    key: None,
+                    value: Some(pool.value(i)),
+                    headers: &[],
+                }),
+                &mut all,
+            )
+            .expect("encode");
+        ends.push((e.start, e.start + e.len));
+    }
+    let all = Bytes::from(all);
+    ends.into_iter().map(|(s, e)| all.slice(s..e)).collect()
+}
+
+#[inline]
+fn touch(v: &[u8], acc: &mut u64) {
+    *acc = acc
+        .wrapping_add(v.len() as u64)
+        .wrapping_add(u64::from(v[0]) ^ u64::from(v[v.len() - 1]));
+}
+
+fn ours_decode(batches: &[Bytes]) -> u64 {
+    let opts = DecodeOptions::default();
+    let mut acc = 0u64;
+    for b in batches {
+        let (batch, _) = RecordBatch::decode(b, &opts).expect("decode");
+        for r in batch.records().expect("records") {
+            let r = r.expect("record");
+            touch(r.value.as_deref().expect("value"), &mut acc);
+        }
+    }
+    black_box(acc)
+}
+
+fn peer_decode(batches: &[Bytes]) -> u64 {
+    let mut acc = 0u64;
+    for b in batches {
+        let mut buf = b.clone();
+        let set = kp::RecordBatchDecoder::decode(&mut buf).expect("peer decode");
+        for r in &set.records {
+            touch(r.value.as_deref().expect("value"), &mut acc);
+        }
+    }
+    black_box(acc)
+}
+
+fn per_record(d: Duration, records: usize) -> f64 {
+    d.as_nanos() as f64 / records as f64
+}
+
+fn mb_s(d: Duration, records: usize) -> f64 {
+    (records * VALUE) as f64 / d.as_secs_f64() / 1e6
+}
+
+fn main() {
+    let records: usize = std::env::var("KAFKA_BENCH_RECORDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000)
+        / BATCH
+        * BATCH;
+    let started = Instant::now();
+    let pools = pools(records);
+    let mut rows = Vec::new();
+    let mut bounds = Vec::new();
+    let mut out = Vec::with_capacity(1 << 20);
+    let mut peer_buf = BytesMut::with_capacity(1 << 20);
+    for pool in &pools {
+        let peer_recs = peer_records(pool, records);
+        for codec in Compression::ALL {
+            // Encode, alternating ours and the peer.
+            let ours = measure(|| ours_encode(pool, records, codec, &mut out));
+            let peer = measure(|| peer_encode(&peer_recs, codec, &mut peer_buf));
+            rows.push(Row {
+                op: "encode",
+                codec,
+                pool: pool.name,
+                ours,
+                peer,
+            });
+            // Decode the same bytes with both; check they agree.
+            let batches = encoded_batches(pool, records, codec);
+            assert_eq!(
+                ours_decode(&batches),
+                peer_decode(&batches),
+                "decoders disagree"
+            );
+            let ours = measure(|| {
+                ours_decode(&batches);
+            });
+            let peer = measure(|| {
+                peer_decode(&batches);
+            });
+            rows.push(Row {
+                op: "decode",
+                codec,
+                pool: pool.name,
+                ours,
+                peer,
+            });
+            if codec == Compression::None {
+                // The physical bound over the same batches: one copy and one CRC pass.
+                let mut dst = vec![0u8; batches.iter().map(Bytes::len).max().unwrap_or(0)];
+                let (memcpy, _) = measure(|| {
+                    for b in &batches {
+                        dst[..b.len()].copy_from_slice(b);
+                        black_box(&dst);
+                    }
+                });
+                let (crc, _) = measure(|| {
+                    for b in &batches {
+                        black_box(crc32c::crc32c(b));
+                    }
+                });
+                let bytes: usize = batches.iter().map(Bytes::len).sum();
+                bounds.push((pool.name, bytes, memcpy, crc));
+            }
+        }
+    }
+
+    println!("Records: {records} x {VALUE}-byte values, batches of {BATCH}, no keys or headers.");
+    println!("ns/rec and MB/s are per record and per MB of value payload; allocs/rec counts allocations + reallocations of one run.\n");
+    println!("| op | codec | pool | ours ns/rec | ours MB/s | ours allocs/rec | kafka-protocol ns/rec | kafka-protocol MB/s | kafka-protocol allocs/rec | speedup (peer time / ours) |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {:.1} | {:.0} | {:.3} | {:.1} | {:.0} | {:.3} | {:.2}x |",
+            r.op,
+            r.codec.name(),
+            r.pool,
+            per_record(r.ours.0, records),
+            mb_s(r.ours.0, records),
+            r.ours.1 as f64 / records as f64,
+            per_record(r.peer.0, records),
+            mb_s(r.peer.0, records),
+            r.peer.1 as f64 / records as f64,
+            r.peer.0.as_secs_f64() / r.ours.0.as_secs_f64(),
+        );
+    }
+    println!("\nPhysical bound over the uncompressed batches (same machine, same run):\n");
+    println!("| pool | batch bytes | memcpy GB/s | CRC-32C GB/s | memcpy + CRC ns/rec | ours decode ns/rec | ours / bound |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (name, bytes, memcpy, crc) in &bounds {
+        let bound = per_record(*memcpy + *crc, records);
+        let ours = rows
+            .iter()
+            .find(|r| r.op == "decode" && r.codec == Compression::None && r.pool == *name)
+            .map(|r| per_record(r.ours.0, records))
+            .unwrap_or(f64::NAN);
+        println!(
+            "| {} | {} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2}x |",
+            name,
+            bytes,
+            *bytes as f64 / memcpy.as_secs_f64() / 1e9,
+            *bytes as f64 / crc.as_secs_f64() / 1e9,
+            bound,
+            ours,
+            ours / bound,
+        );
+    }
+    println!("\nTotal run time: {:.1} s", started.elapsed().as_secs_f64());
+}
