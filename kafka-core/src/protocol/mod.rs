@@ -19,6 +19,7 @@
 
 pub mod error;
 pub mod error_codes;
+pub mod fuzz;
 pub mod header;
 pub mod messages;
 #[cfg(feature = "oracle")]

@@ -249,59 +249,32 @@ fn len_field(len: Option<usize>) -> Result<i32, RecordError> {
     }
 }
 
-/// Stages the small varint fields of a record on the stack and appends them to the
-/// output together with the next raw slice, so each record costs a few copies rather
-/// than one push per byte.
-struct Staged<'o> {
-    out: &'o mut Vec<u8>,
-    buf: [u8; 64],
-    n: usize,
+/// Writes the zig-zag varint `z` (already zig-zagged) at `buf[n..]`; returns the new
+/// end. `buf` has room: callers stage at most 26 bytes in a 32-byte buffer.
+#[inline(always)]
+fn stage(buf: &mut [u8; 32], mut n: usize, mut z: u64) -> usize {
+    while z >= 0x80 {
+        buf[n & 31] = (z as u8 & 0x7F) | 0x80;
+        n += 1;
+        z >>= 7;
+    }
+    buf[n & 31] = z as u8;
+    n + 1
 }
 
-impl Staged<'_> {
-    #[inline]
-    fn byte(&mut self, b: u8) {
-        if self.n == self.buf.len() {
-            self.flush();
-        }
-        self.buf[self.n] = b;
-        self.n += 1;
-    }
-
-    #[inline]
-    fn varint(&mut self, v: i32) {
-        let mut z = ((v << 1) ^ (v >> 31)) as u32;
-        while z >= 0x80 {
-            self.byte((z as u8 & 0x7F) | 0x80);
-            z >>= 7;
-        }
-        self.byte(z as u8);
-    }
-
-    #[inline]
-    fn varlong(&mut self, v: i64) {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        while z >= 0x80 {
-            self.byte((z as u8 & 0x7F) | 0x80);
-            z >>= 7;
-        }
-        self.byte(z as u8);
-    }
-
-    #[inline]
-    fn flush(&mut self) {
-        self.out.extend_from_slice(&self.buf[..self.n]);
-        self.n = 0;
-    }
-
-    #[inline]
-    fn raw(&mut self, b: &[u8]) {
-        self.flush();
-        self.out.extend_from_slice(b);
-    }
+#[inline(always)]
+fn zz32(v: i32) -> u64 {
+    u64::from(((v << 1) ^ (v >> 31)) as u32)
 }
 
-/// Appends one record (length prefix included).
+#[inline(always)]
+fn zz64(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// Appends one record (length prefix included). The small fields are staged on the
+/// stack and appended together with the next key or value, so a record costs a few
+/// copies rather than one push per byte.
 #[inline]
 pub(crate) fn encode_record(
     out: &mut Vec<u8>,
@@ -328,35 +301,35 @@ pub(crate) fn encode_record(
     }
     let body = i32::try_from(body).map_err(|_| RecordError::Unencodable("record over i32::MAX"))?;
     out.reserve(varint_len(body) + body as usize);
-    let mut w = Staged {
-        out,
-        buf: [0; 64],
-        n: 0,
-    };
-    w.varint(body);
-    w.byte(0);
-    w.varlong(timestamp_delta);
-    w.varint(offset_delta);
-    w.varint(key_len);
+    let mut buf = [0u8; 32];
+    // Length (5) + attributes (1) + timestamp delta (10) + offset delta (5) + key
+    // length (5) = 26 bytes at most.
+    let mut n = stage(&mut buf, 0, zz32(body));
+    buf[n & 31] = 0;
+    n = stage(&mut buf, n + 1, zz64(timestamp_delta));
+    n = stage(&mut buf, n, zz32(offset_delta));
+    n = stage(&mut buf, n, zz32(key_len));
     if let Some(k) = rec.key {
-        w.raw(k);
+        out.extend_from_slice(&buf[..n]);
+        out.extend_from_slice(k);
+        n = 0;
     }
-    w.varint(value_len);
+    n = stage(&mut buf, n, zz32(value_len));
+    out.extend_from_slice(&buf[..n]);
     if let Some(v) = rec.value {
-        w.raw(v);
+        out.extend_from_slice(v);
     }
-    w.varint(header_count);
+    n = stage(&mut buf, 0, zz32(header_count));
+    out.extend_from_slice(&buf[..n]);
     for h in rec.headers {
-        w.varint(h.key.len() as i32);
-        w.raw(h.key.as_bytes());
-        match h.value {
-            None => w.varint(-1),
-            Some(v) => {
-                w.varint(v.len() as i32);
-                w.raw(v);
-            }
+        n = stage(&mut buf, 0, zz32(h.key.len() as i32));
+        out.extend_from_slice(&buf[..n]);
+        out.extend_from_slice(h.key.as_bytes());
+        n = stage(&mut buf, 0, zz32(len_field(h.value.map(<[u8]>::len))?));
+        out.extend_from_slice(&buf[..n]);
+        if let Some(v) = h.value {
+            out.extend_from_slice(v);
         }
     }
-    w.flush();
     Ok(())
 }
