@@ -5,11 +5,23 @@
 //! events. Runtime adapters (tokio, blocking, mio, async-std) own the sockets and timers.
 //!
 //! Modules:
+//! - [`config`]: client configuration, as a typed builder and from Java-named string keys.
+//! - [`client`]: the router that owns every connection and routes typed requests
+//!   (`Client::send` / `take_response`); the entry point for adapters.
+//! - [`cluster`]: metadata (brokers, leaders, epochs), routes, lanes and backoff.
+//! - [`conn`]: one broker connection as a state machine: framing, correlation ids,
+//!   version negotiation, SASL, TLS, request timeouts and throttling.
 //! - [`protocol`]: generated codecs for every Kafka API key and version, the request and
 //!   response headers, the Kafka error-code table and the wire primitives.
 //! - [`record`]: record batches v2 (encode and decode), legacy message sets (decode),
 //!   control records and the gzip/snappy/lz4/zstd codecs with Kafka's framing.
+//! - [`secret`]: the redacting [`secret::Secret`] type for passwords, tokens and keys.
 #![warn(missing_docs)]
 
+pub mod client;
+pub mod cluster;
+pub mod config;
+pub mod conn;
 pub mod protocol;
 pub mod record;
+pub mod secret;

@@ -6,9 +6,14 @@ use std::path::PathBuf;
 use kafka_core::protocol::fuzz::{decode_request, decode_response};
 
 fn replay(target: &str, entry: fn(&[u8])) -> usize {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
     let mut n = 0;
-    for e in std::fs::read_dir(&dir).unwrap_or_else(|_| panic!("missing corpus {}", dir.display())).flatten() {
+    for e in std::fs::read_dir(&dir)
+        .unwrap_or_else(|_| panic!("missing corpus {}", dir.display()))
+        .flatten()
+    {
         entry(&std::fs::read(e.path()).unwrap());
         n += 1;
     }
@@ -27,8 +32,13 @@ fn response_corpus_replays_without_panics() {
 
 #[test]
 fn truncations_and_bit_flips_of_every_seed_fail_cleanly() {
-    for (target, entry) in [("decode_request", decode_request as fn(&[u8])), ("decode_response", decode_response)] {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
+    for (target, entry) in [
+        ("decode_request", decode_request as fn(&[u8])),
+        ("decode_response", decode_response),
+    ] {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz/corpus")
+            .join(target);
         for e in std::fs::read_dir(&dir).unwrap().flatten() {
             let data = std::fs::read(e.path()).unwrap();
             for cut in 2..data.len().min(64) {

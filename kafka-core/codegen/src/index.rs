@@ -24,9 +24,29 @@ fn flexible_min(s: &Schema) -> String {
 }
 
 fn message_impl(out: &mut String, module: &str, s: &Schema) {
+    // Accessors for the top-level throttle time and error code, where the schema has them.
+    let top = |name: &str, ty: crate::schema::Type| {
+        s.fields
+            .iter()
+            .find(|f| f.name == name && f.ty == ty && f.tag.is_none())
+            .map(|f| {
+                let field = snake(&f.name);
+                match f.versions.intersect(s.valid).cond(s.valid).as_str() {
+                    "true" => format!("Some(self.{field})"),
+                    cond => format!("if {cond} {{ Some(self.{field}) }} else {{ None }}"),
+                }
+            })
+    };
+    let mut extra = String::new();
+    if let Some(body) = top("ThrottleTimeMs", crate::schema::Type::Int32) {
+        let _ = write!(extra, "\n    fn throttle_time_ms(&self, version: i16) -> Option<i32> {{\n        let _ = version;\n        {body}\n    }}\n");
+    }
+    if let Some(body) = top("ErrorCode", crate::schema::Type::Int16) {
+        let _ = write!(extra, "\n    fn top_level_error_code(&self, version: i16) -> Option<i16> {{\n        let _ = version;\n        {body}\n    }}\n");
+    }
     let _ = writeln!(
         out,
-        "impl Message for {module}::{name} {{\n    const NAME: &'static str = {name:?};\n    const VERSIONS: VersionRange = {};\n    const FLEXIBLE_MIN: Option<i16> = {};\n\n    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {{\n        &self.unknown_tagged_fields\n    }}\n}}\n",
+        "impl Message for {module}::{name} {{\n    const NAME: &'static str = {name:?};\n    const VERSIONS: VersionRange = {};\n    const FLEXIBLE_MIN: Option<i16> = {};\n\n    fn unknown_tagged_fields(&self) -> &[RawTaggedField] {{\n        &self.unknown_tagged_fields\n    }}\n{extra}}}\n",
         range(s.valid),
         flexible_min(s),
         name = s.name,
@@ -149,6 +169,5 @@ pub(crate) fn index_source(modules: &[Module]) -> String {
         );
     }
     out.push_str("    }\n}\n");
-    let _ = snake("x");
     out
 }

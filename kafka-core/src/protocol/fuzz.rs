@@ -33,7 +33,14 @@ fn decode(direction: Direction, data: &[u8]) {
     let range = key.versions();
     let span = (range.max - range.min + 1) as u8;
     let version = range.min + i16::from(*v % span);
-    visit_message(key, direction, RoundTrip { body: Bytes::copy_from_slice(body), version });
+    visit_message(
+        key,
+        direction,
+        RoundTrip {
+            body: Bytes::copy_from_slice(body),
+            version,
+        },
+    );
 }
 
 struct RoundTrip {
@@ -45,15 +52,34 @@ impl MessageVisitor for RoundTrip {
     type Output = ();
 
     fn visit<M: Message>(self) {
-        let Ok(msg) = M::decode_from(self.body, self.version) else { return };
+        let Ok(msg) = M::decode_from(self.body, self.version) else {
+            return;
+        };
         let mut first = Vec::new();
         if let Err(e) = msg.encode_to(&mut first, self.version) {
-            panic!("{} v{}: a decoded message failed to encode: {e}", M::NAME, self.version);
+            panic!(
+                "{} v{}: a decoded message failed to encode: {e}",
+                M::NAME,
+                self.version
+            );
         }
-        let again = M::decode_from(Bytes::from(first.clone()), self.version)
-            .unwrap_or_else(|e| panic!("{} v{}: our own encoding failed to decode: {e}", M::NAME, self.version));
+        let again = M::decode_from(Bytes::from(first.clone()), self.version).unwrap_or_else(|e| {
+            panic!(
+                "{} v{}: our own encoding failed to decode: {e}",
+                M::NAME,
+                self.version
+            )
+        });
         let mut second = Vec::new();
-        again.encode_to(&mut second, self.version).expect("re-encode");
-        assert_eq!(first, second, "{} v{}: encoding is not stable", M::NAME, self.version);
+        again
+            .encode_to(&mut second, self.version)
+            .expect("re-encode");
+        assert_eq!(
+            first,
+            second,
+            "{} v{}: encoding is not stable",
+            M::NAME,
+            self.version
+        );
     }
 }

@@ -78,6 +78,18 @@ pub trait Message:
     /// Top-level tagged fields this crate does not know, as received.
     fn unknown_tagged_fields(&self) -> &[RawTaggedField];
 
+    /// The top-level `ThrottleTimeMs` of a response that has one in `version`.
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        None
+    }
+
+    /// The top-level `ErrorCode` of a response that has one in `version`.
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        None
+    }
+
     /// Encodes at `version` and appends to `buf`; refuses versions the schema lacks.
     fn encode_to(&self, buf: &mut Vec<u8>, version: i16) -> Result<(), EncodeError> {
         if !Self::VERSIONS.contains(version) {

@@ -86,7 +86,6 @@ impl fmt::Display for VersionRange {
     }
 }
 
-#[cfg(any(test, feature = "oracle"))]
 const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -126,8 +125,7 @@ fn base64_decode(text: &str, alphabet: &[u8; 64]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Standard base64 with padding, as Jackson renders binary values in Kafka's JSON.
-#[cfg(feature = "oracle")]
+/// Standard base64 with padding (Kafka's JSON for bytes; SCRAM messages).
 pub(crate) fn base64_standard(input: &[u8]) -> String {
     base64_encode(input, STANDARD, true)
 }

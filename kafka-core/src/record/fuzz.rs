@@ -78,7 +78,7 @@ pub fn fix_crcs(buf: &mut [u8]) {
             return;
         }
         let total = LOG_OVERHEAD + size as usize;
-        if total > s.len() {
+        if total > s.len() || total <= MAGIC_OFFSET {
             return;
         }
         let entry = &mut buf[pos..pos + total];

@@ -262,6 +262,15 @@ fn stage(buf: &mut [u8; 32], mut n: usize, mut z: u64) -> usize {
     n + 1
 }
 
+/// Appends the first `n` staged bytes: copies the whole fixed-size buffer (inlined
+/// moves, no `memcpy` call) and then cuts the length back.
+#[inline(always)]
+fn flush_staged(out: &mut Vec<u8>, buf: &[u8; 32], n: usize) {
+    let at = out.len();
+    out.extend_from_slice(buf);
+    out.truncate(at + n);
+}
+
 #[inline(always)]
 fn zz32(v: i32) -> u64 {
     u64::from(((v << 1) ^ (v >> 31)) as u32)
@@ -300,7 +309,8 @@ pub(crate) fn encode_record(
         body += varint_len(k) + k as usize + varint_len(v) + v.max(0) as usize;
     }
     let body = i32::try_from(body).map_err(|_| RecordError::Unencodable("record over i32::MAX"))?;
-    out.reserve(varint_len(body) + body as usize);
+    // 32 bytes of slack let the staged fields be copied as one fixed-size block.
+    out.reserve(varint_len(body) + body as usize + 32);
     let mut buf = [0u8; 32];
     // Length (5) + attributes (1) + timestamp delta (10) + offset delta (5) + key
     // length (5) = 26 bytes at most.
@@ -310,14 +320,18 @@ pub(crate) fn encode_record(
     n = stage(&mut buf, n, zz32(offset_delta));
     n = stage(&mut buf, n, zz32(key_len));
     if let Some(k) = rec.key {
-        out.extend_from_slice(&buf[..n]);
+        flush_staged(out, &buf, n);
         out.extend_from_slice(k);
         n = 0;
     }
     n = stage(&mut buf, n, zz32(value_len));
-    out.extend_from_slice(&buf[..n]);
+    flush_staged(out, &buf, n);
     if let Some(v) = rec.value {
         out.extend_from_slice(v);
+    }
+    if rec.headers.is_empty() {
+        out.push(0);
+        return Ok(());
     }
     n = stage(&mut buf, 0, zz32(header_count));
     out.extend_from_slice(&buf[..n]);

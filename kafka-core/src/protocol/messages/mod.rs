@@ -1072,6 +1072,16 @@ impl Message for add_offsets_to_txn::AddOffsetsToTxnResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for add_offsets_to_txn::AddOffsetsToTxnRequest {
@@ -1096,6 +1106,20 @@ impl Message for add_partitions_to_txn::AddPartitionsToTxnResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        if version >= 4 {
+            Some(self.error_code)
+        } else {
+            None
+        }
     }
 }
 
@@ -1122,6 +1146,16 @@ impl Message for add_raft_voter::AddRaftVoterResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for add_raft_voter::AddRaftVoterRequest {
@@ -1146,6 +1180,16 @@ impl Message for allocate_producer_ids::AllocateProducerIdsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1172,6 +1216,11 @@ impl Message for alter_client_quotas::AlterClientQuotasResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for alter_client_quotas::AlterClientQuotasRequest {
@@ -1196,6 +1245,11 @@ impl Message for alter_configs::AlterConfigsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
     }
 }
 
@@ -1222,6 +1276,16 @@ impl Message for alter_partition::AlterPartitionResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for alter_partition::AlterPartitionRequest {
@@ -1246,6 +1310,16 @@ impl Message for alter_partition_reassignments::AlterPartitionReassignmentsRespo
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1272,6 +1346,11 @@ impl Message for alter_replica_log_dirs::AlterReplicaLogDirsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for alter_replica_log_dirs::AlterReplicaLogDirsRequest {
@@ -1296,6 +1375,16 @@ impl Message for alter_share_group_offsets::AlterShareGroupOffsetsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1322,6 +1411,11 @@ impl Message for alter_user_scram_credentials::AlterUserScramCredentialsResponse
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for alter_user_scram_credentials::AlterUserScramCredentialsRequest {
@@ -1346,6 +1440,20 @@ impl Message for api_versions::ApiVersionsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 1 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1372,6 +1480,16 @@ impl Message for assign_replicas_to_dirs::AssignReplicasToDirsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for assign_replicas_to_dirs::AssignReplicasToDirsRequest {
@@ -1396,6 +1514,11 @@ impl Message for begin_quorum_epoch::BeginQuorumEpochResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1422,6 +1545,16 @@ impl Message for broker_heartbeat::BrokerHeartbeatResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for broker_heartbeat::BrokerHeartbeatRequest {
@@ -1446,6 +1579,16 @@ impl Message for broker_registration::BrokerRegistrationResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1472,6 +1615,11 @@ impl Message for consumer_group_describe::ConsumerGroupDescribeResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for consumer_group_describe::ConsumerGroupDescribeRequest {
@@ -1496,6 +1644,16 @@ impl Message for consumer_group_heartbeat::ConsumerGroupHeartbeatResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1552,6 +1710,16 @@ impl Message for controller_registration::ControllerRegistrationResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for controller_registration::ControllerRegistrationRequest {
@@ -1576,6 +1744,11 @@ impl Message for create_acls::CreateAclsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
     }
 }
 
@@ -1602,6 +1775,16 @@ impl Message for create_delegation_token::CreateDelegationTokenResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for create_delegation_token::CreateDelegationTokenRequest {
@@ -1627,6 +1810,11 @@ impl Message for create_partitions::CreatePartitionsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for create_partitions::CreatePartitionsRequest {
@@ -1651,6 +1839,11 @@ impl Message for create_topics::CreateTopicsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
     }
 }
 
@@ -1687,6 +1880,11 @@ impl Message for delete_acls::DeleteAclsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for delete_acls::DeleteAclsRequest {
@@ -1711,6 +1909,11 @@ impl Message for delete_groups::DeleteGroupsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
     }
 }
 
@@ -1737,6 +1940,11 @@ impl Message for delete_records::DeleteRecordsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for delete_records::DeleteRecordsRequest {
@@ -1761,6 +1969,16 @@ impl Message for delete_share_group_offsets::DeleteShareGroupOffsetsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1812,6 +2030,11 @@ impl Message for delete_topics::DeleteTopicsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for delete_topics::DeleteTopicsRequest {
@@ -1836,6 +2059,16 @@ impl Message for describe_acls::DescribeAclsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1862,6 +2095,16 @@ impl Message for describe_client_quotas::DescribeClientQuotasResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for describe_client_quotas::DescribeClientQuotasRequest {
@@ -1886,6 +2129,16 @@ impl Message for describe_cluster::DescribeClusterResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1912,6 +2165,11 @@ impl Message for describe_configs::DescribeConfigsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for describe_configs::DescribeConfigsRequest {
@@ -1936,6 +2194,16 @@ impl Message for describe_delegation_token::DescribeDelegationTokenResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -1962,6 +2230,15 @@ impl Message for describe_groups::DescribeGroupsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 1 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
 }
 
 impl Request for describe_groups::DescribeGroupsRequest {
@@ -1986,6 +2263,20 @@ impl Message for describe_log_dirs::DescribeLogDirsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        if version >= 3 {
+            Some(self.error_code)
+        } else {
+            None
+        }
     }
 }
 
@@ -2012,6 +2303,11 @@ impl Message for describe_producers::DescribeProducersResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for describe_producers::DescribeProducersRequest {
@@ -2036,6 +2332,11 @@ impl Message for describe_quorum::DescribeQuorumResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2062,6 +2363,11 @@ impl Message for describe_share_group_offsets::DescribeShareGroupOffsetsResponse
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for describe_share_group_offsets::DescribeShareGroupOffsetsRequest {
@@ -2086,6 +2392,11 @@ impl Message for describe_topic_partitions::DescribeTopicPartitionsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
     }
 }
 
@@ -2112,6 +2423,11 @@ impl Message for describe_transactions::DescribeTransactionsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for describe_transactions::DescribeTransactionsRequest {
@@ -2136,6 +2452,16 @@ impl Message for describe_user_scram_credentials::DescribeUserScramCredentialsRe
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2162,6 +2488,20 @@ impl Message for elect_leaders::ElectLeadersResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        if version >= 1 {
+            Some(self.error_code)
+        } else {
+            None
+        }
+    }
 }
 
 impl Request for elect_leaders::ElectLeadersRequest {
@@ -2187,6 +2527,11 @@ impl Message for end_quorum_epoch::EndQuorumEpochResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for end_quorum_epoch::EndQuorumEpochRequest {
@@ -2211,6 +2556,16 @@ impl Message for end_txn::EndTxnResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2247,6 +2602,11 @@ impl Message for envelope::EnvelopeResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for envelope::EnvelopeRequest {
@@ -2271,6 +2631,16 @@ impl Message for expire_delegation_token::ExpireDelegationTokenResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2297,6 +2667,20 @@ impl Message for fetch::FetchResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        if version >= 7 {
+            Some(self.error_code)
+        } else {
+            None
+        }
+    }
 }
 
 impl Request for fetch::FetchRequest {
@@ -2321,6 +2705,16 @@ impl Message for fetch_snapshot::FetchSnapshotResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2347,6 +2741,24 @@ impl Message for find_coordinator::FindCoordinatorResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 1 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        if version <= 3 {
+            Some(self.error_code)
+        } else {
+            None
+        }
+    }
 }
 
 impl Request for find_coordinator::FindCoordinatorRequest {
@@ -2371,6 +2783,16 @@ impl Message for get_telemetry_subscriptions::GetTelemetrySubscriptionsResponse 
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2397,6 +2819,20 @@ impl Message for heartbeat::HeartbeatResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 1 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for heartbeat::HeartbeatRequest {
@@ -2422,6 +2858,11 @@ impl Message for incremental_alter_configs::IncrementalAlterConfigsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for incremental_alter_configs::IncrementalAlterConfigsRequest {
@@ -2446,6 +2887,16 @@ impl Message for init_producer_id::InitProducerIdResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2497,6 +2948,20 @@ impl Message for join_group::JoinGroupResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 2 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for join_group::JoinGroupRequest {
@@ -2542,6 +3007,20 @@ impl Message for leave_group::LeaveGroupResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 1 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for leave_group::LeaveGroupRequest {
@@ -2566,6 +3045,16 @@ impl Message for list_config_resources::ListConfigResourcesResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2592,6 +3081,20 @@ impl Message for list_groups::ListGroupsResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 1 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for list_groups::ListGroupsRequest {
@@ -2616,6 +3119,15 @@ impl Message for list_offsets::ListOffsetsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 2 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
     }
 }
 
@@ -2642,6 +3154,16 @@ impl Message for list_partition_reassignments::ListPartitionReassignmentsRespons
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for list_partition_reassignments::ListPartitionReassignmentsRequest {
@@ -2666,6 +3188,16 @@ impl Message for list_transactions::ListTransactionsResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2692,6 +3224,24 @@ impl Message for metadata::MetadataResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 3 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        if version >= 13 {
+            Some(self.error_code)
+        } else {
+            None
+        }
+    }
 }
 
 impl Request for metadata::MetadataRequest {
@@ -2716,6 +3266,15 @@ impl Message for offset_commit::OffsetCommitResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 3 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
     }
 }
 
@@ -2742,6 +3301,16 @@ impl Message for offset_delete::OffsetDeleteResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for offset_delete::OffsetDeleteRequest {
@@ -2766,6 +3335,24 @@ impl Message for offset_fetch::OffsetFetchResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 3 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        if (2..=7).contains(&version) {
+            Some(self.error_code)
+        } else {
+            None
+        }
     }
 }
 
@@ -2792,6 +3379,11 @@ impl Message for offset_for_leader_epoch::OffsetForLeaderEpochResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for offset_for_leader_epoch::OffsetForLeaderEpochRequest {
@@ -2817,6 +3409,11 @@ impl Message for produce::ProduceResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for produce::ProduceRequest {
@@ -2841,6 +3438,16 @@ impl Message for push_telemetry::PushTelemetryResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2917,6 +3524,16 @@ impl Message for remove_raft_voter::RemoveRaftVoterResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for remove_raft_voter::RemoveRaftVoterRequest {
@@ -2941,6 +3558,16 @@ impl Message for renew_delegation_token::RenewDelegationTokenResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -2987,6 +3614,11 @@ impl Message for sasl_authenticate::SaslAuthenticateResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for sasl_authenticate::SaslAuthenticateRequest {
@@ -3011,6 +3643,11 @@ impl Message for sasl_handshake::SaslHandshakeResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -3037,6 +3674,16 @@ impl Message for share_acknowledge::ShareAcknowledgeResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for share_acknowledge::ShareAcknowledgeRequest {
@@ -3061,6 +3708,16 @@ impl Message for share_fetch::ShareFetchResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -3087,6 +3744,11 @@ impl Message for share_group_describe::ShareGroupDescribeResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for share_group_describe::ShareGroupDescribeRequest {
@@ -3111,6 +3773,16 @@ impl Message for share_group_heartbeat::ShareGroupHeartbeatResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -3157,6 +3829,11 @@ impl Message for streams_group_describe::StreamsGroupDescribeResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
 }
 
 impl Request for streams_group_describe::StreamsGroupDescribeRequest {
@@ -3181,6 +3858,16 @@ impl Message for streams_group_heartbeat::StreamsGroupHeartbeatResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -3207,6 +3894,20 @@ impl Message for sync_group::SyncGroupResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        if version >= 1 {
+            Some(self.throttle_time_ms)
+        } else {
+            None
+        }
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for sync_group::SyncGroupRequest {
@@ -3231,6 +3932,11 @@ impl Message for txn_offset_commit::TxnOffsetCommitResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
     }
 }
 
@@ -3257,6 +3963,16 @@ impl Message for unregister_broker::UnregisterBrokerResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for unregister_broker::UnregisterBrokerRequest {
@@ -3281,6 +3997,16 @@ impl Message for update_features::UpdateFeaturesResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 
@@ -3307,6 +4033,16 @@ impl Message for update_raft_voter::UpdateRaftVoterResponse {
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
     }
+
+    fn throttle_time_ms(&self, version: i16) -> Option<i32> {
+        let _ = version;
+        Some(self.throttle_time_ms)
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
+    }
 }
 
 impl Request for update_raft_voter::UpdateRaftVoterRequest {
@@ -3331,6 +4067,11 @@ impl Message for vote::VoteResponse {
 
     fn unknown_tagged_fields(&self) -> &[RawTaggedField] {
         &self.unknown_tagged_fields
+    }
+
+    fn top_level_error_code(&self, version: i16) -> Option<i16> {
+        let _ = version;
+        Some(self.error_code)
     }
 }
 

@@ -1,0 +1,118 @@
+//! Requests with their type erased for the router, and typed handles for the caller.
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::conn::OutboundRequest;
+use crate::protocol::{read_response, ApiKey, DecodeError, EncodeError, Message, Request};
+
+/// A decoded response whose type the caller knows from its [`RequestId`].
+pub(crate) struct Decoded {
+    pub(crate) value: Box<dyn Any + Send>,
+    pub(crate) throttle_ms: Option<i32>,
+    pub(crate) error_code: Option<i16>,
+}
+
+/// A request the router can encode, resend and decode without knowing its type.
+pub(crate) trait ErasedRequest: Send + Sync {
+    fn api_key(&self) -> ApiKey;
+    fn write_frame(
+        &self,
+        buf: &mut Vec<u8>,
+        version: i16,
+        correlation_id: i32,
+        client_id: Option<&str>,
+    ) -> Result<(), EncodeError>;
+    fn decode(&self, frame: Bytes, version: i16) -> Result<Decoded, DecodeError>;
+}
+
+impl<R> ErasedRequest for R
+where
+    R: Request + Send + Sync + 'static,
+    R::Response: Send + 'static,
+{
+    fn api_key(&self) -> ApiKey {
+        R::API_KEY
+    }
+
+    fn write_frame(
+        &self,
+        buf: &mut Vec<u8>,
+        version: i16,
+        correlation_id: i32,
+        client_id: Option<&str>,
+    ) -> Result<(), EncodeError> {
+        OutboundRequest::write_frame(self, buf, version, correlation_id, client_id)
+    }
+
+    fn decode(&self, frame: Bytes, version: i16) -> Result<Decoded, DecodeError> {
+        let (_, resp) = read_response::<R>(frame, version)?;
+        Ok(Decoded {
+            throttle_ms: resp.throttle_time_ms(version),
+            error_code: resp.top_level_error_code(version),
+            value: Box::new(resp),
+        })
+    }
+}
+
+/// A shared handle to an erased request, handed to a connection (cheap to resend).
+#[derive(Clone)]
+pub(crate) struct Shared(pub(crate) Arc<dyn ErasedRequest>);
+
+impl OutboundRequest for Shared {
+    fn api_key(&self) -> ApiKey {
+        self.0.api_key()
+    }
+
+    fn write_frame(
+        &self,
+        buf: &mut Vec<u8>,
+        version: i16,
+        correlation_id: i32,
+        client_id: Option<&str>,
+    ) -> Result<(), EncodeError> {
+        self.0.write_frame(buf, version, correlation_id, client_id)
+    }
+}
+
+/// The handle of a request sent with [`super::Client::send`]; it remembers the request
+/// type so [`super::Client::take_response`] returns the matching response type.
+pub struct RequestId<R> {
+    pub(crate) raw: u64,
+    _type: PhantomData<fn() -> R>,
+}
+
+impl<R> RequestId<R> {
+    pub(crate) fn new(raw: u64) -> Self {
+        RequestId {
+            raw,
+            _type: PhantomData,
+        }
+    }
+
+    /// The untyped id, as carried by [`super::Event::Response`].
+    pub fn raw(&self) -> u64 {
+        self.raw
+    }
+}
+
+impl<R> Clone for RequestId<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<R> Copy for RequestId<R> {}
+impl<R> PartialEq for RequestId<R> {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+impl<R> Eq for RequestId<R> {}
+impl<R> std::fmt::Debug for RequestId<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RequestId({})", self.raw)
+    }
+}

@@ -1,0 +1,615 @@
+//! The client router: owns every broker connection, the cluster metadata and the
+//! coordinators, and routes typed requests. No I/O: sockets are requested with
+//! [`IoCommand`]s, bytes come in through `handle_*` and go out through `poll_transmit`.
+//!
+//! # Drain order
+//! After any `handle_*` call or [`Client::send`], an adapter drains in this order:
+//! 1. [`Client::poll_io`] until `None` (open or close sockets),
+//! 2. [`Client::poll_transmit`] for every writable connection,
+//! 3. [`Client::poll_event`] until `None` (completed requests, metadata updates),
+//! 4. [`Client::poll_timeout`], to arm its one timer; call [`Client::handle_timeout`] then.
+//!
+//! ```no_run
+//! # use std::time::Instant;
+//! # use kafka_core::client::{Client, Event, IoCommand};
+//! # use kafka_core::cluster::Route;
+//! # use kafka_core::config::ClientConfig;
+//! # use kafka_core::protocol::messages::metadata::MetadataRequest;
+//! # fn open_socket(_: &str, _: u16) {}
+//! # fn write_socket(_: &[u8]) {}
+//! let config = ClientConfig::from_pairs([("bootstrap.servers", "127.0.0.1:9092")]).unwrap();
+//! let mut client = Client::new(config, [7; 32]).unwrap();
+//! let id = client.send(Instant::now(), Route::Any, MetadataRequest::default());
+//! loop {
+//!     while let Some(cmd) = client.poll_io() {
+//!         if let IoCommand::Connect { conn, host, port } = cmd {
+//!             open_socket(&host, port);
+//!             client.handle_connected(Instant::now(), conn);
+//!         }
+//!     }
+//!     // ... for each writable socket: client.poll_transmit(now, conn, &mut buf); write it
+//!     // ... for each readable socket: client.handle_received(now, conn, &bytes)
+//!     while let Some(event) = client.poll_event() {
+//!         if let Event::Response(raw) = event {
+//!             if raw == id.raw() {
+//!                 let metadata = client.take_response(id).unwrap().unwrap();
+//!                 println!("{} brokers", metadata.brokers.len());
+//!                 return;
+//!             }
+//!         }
+//!     }
+//!     // ... sleep until client.poll_timeout(), then client.handle_timeout(now)
+//! #   break;
+//! }
+//! ```
+
+mod erased;
+mod router;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use crate::cluster::{Backoff, Lane, Metadata, Route};
+use crate::config::{ClientConfig, SecurityProtocol};
+use crate::conn::sasl::SaslCredentials;
+use crate::conn::{Auth, ConnConfig, ConnError, Connection, CredentialSource, RequestError, Token};
+use crate::protocol::Request;
+
+pub use erased::RequestId;
+use erased::{ErasedRequest, Shared};
+
+/// Opaque id of one socket the adapter owns on the client's behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(pub u64);
+
+/// A socket operation the adapter must perform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IoCommand {
+    /// Open a TCP connection, then report [`Client::handle_connected`] or
+    /// [`Client::handle_closed`].
+    Connect {
+        /// The id to report back with.
+        conn: ConnId,
+        /// Host name or address.
+        host: String,
+        /// Port.
+        port: u16,
+    },
+    /// Close the socket; no more calls for this id are expected.
+    Close {
+        /// Which socket.
+        conn: ConnId,
+    },
+}
+
+/// Something the application may want to react to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A request finished (successfully or not): fetch it with [`Client::take_response`].
+    Response(u64),
+    /// Cluster metadata changed.
+    MetadataUpdated,
+    /// A connection to a broker failed.
+    ConnectionFailed {
+        /// The broker's node id (negative for bootstrap servers).
+        node: i32,
+        /// Why.
+        error: ConnError,
+    },
+}
+
+/// Why a request could not be submitted at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The configuration cannot be used by the core (e.g. TLS settings).
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+#[derive(Debug)]
+enum Phase {
+    Connecting,
+    Open(Box<Connection>),
+}
+
+struct Slot {
+    node: i32,
+    host: String,
+    lane: Lane,
+    phase: Phase,
+    /// Requests routed here before the socket connected.
+    waiting: Vec<(Token, Shared, Option<i16>)>,
+}
+
+struct Pending {
+    route: Route,
+    request: Shared,
+    version: Option<i16>,
+    attempts: u32,
+    /// Where it is now, if submitted.
+    at: Option<(ConnId, Token)>,
+    /// When a parked request gives up waiting for a route.
+    give_up_at: Option<Instant>,
+    /// When a parked request is retried.
+    retry_at: Option<Instant>,
+    internal: Option<router::Internal>,
+}
+
+/// The sans-IO Kafka client core. See the module docs for the drain order.
+pub struct Client {
+    config: ClientConfig,
+    conn_config: Arc<ConnConfig>,
+    seed: [u8; 32],
+    metadata: Metadata,
+    bootstrap: Vec<(String, u16)>,
+    extra_brokers: BTreeMap<i32, (String, u16)>,
+    coordinators: HashMap<(i8, String), i32>,
+    slots: BTreeMap<ConnId, Slot>,
+    by_node: HashMap<(i32, Lane), ConnId>,
+    node_failures: HashMap<i32, (u32, Instant)>,
+    pending: BTreeMap<u64, Pending>,
+    by_token: HashMap<Token, u64>,
+    done: HashMap<u64, Result<Box<dyn std::any::Any + Send>, RequestError>>,
+    io: VecDeque<IoCommand>,
+    events: VecDeque<Event>,
+    next_id: u64,
+    next_conn: u64,
+    reconnect: Backoff,
+    retry: Backoff,
+    metadata_due: Option<Instant>,
+    metadata_in_flight: bool,
+    wanted_topics: std::collections::BTreeSet<String>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::conn::tls::TlsClientConfig>,
+    wall_clock: Duration,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("connections", &self.slots.len())
+            .field("pending", &self.pending.len())
+            .field("brokers", &self.metadata.brokers().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Creates a client. `seed` must be fresh randomness from the adapter: it drives SCRAM
+    /// nonces and backoff jitter (a simulation passes a fixed seed to replay a run).
+    pub fn new(config: ClientConfig, seed: [u8; 32]) -> Result<Client, ClientError> {
+        let c = config.common();
+        if matches!(
+            config.security().protocol,
+            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl
+        ) && !cfg!(feature = "tls")
+        {
+            return Err(ClientError::Config(
+                "TLS requested but the `tls` feature is off".into(),
+            ));
+        }
+        let conn_config = Arc::new(ConnConfig {
+            client_id: Some(c.client_id.clone()),
+            software_name: c.client_software_name.clone(),
+            software_version: c.client_software_version.clone(),
+            request_timeout: c.request_timeout,
+            setup_timeout: c.socket_connection_setup_timeout,
+            max_frame: c.receive_message_max_bytes as usize,
+            max_in_flight: c.max_in_flight_requests_per_connection.max(1) as usize,
+            idle_timeout: c.connections_max_idle,
+        });
+        let jitter_seed = u64::from_be_bytes(seed[..8].try_into().unwrap_or_default());
+        #[cfg(feature = "tls")]
+        let tls = match config.security().protocol {
+            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => Some(tls_config(&config)?),
+            _ => None,
+        };
+        Ok(Client {
+            #[cfg(feature = "tls")]
+            tls,
+            wall_clock: Duration::ZERO,
+            bootstrap: c
+                .bootstrap_servers
+                .iter()
+                .map(|b| (b.host.clone(), b.port))
+                .collect(),
+            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max, jitter_seed),
+            retry: Backoff::new(
+                c.retry_backoff,
+                c.retry_backoff_max,
+                jitter_seed.rotate_left(17),
+            ),
+            config,
+            conn_config,
+            seed,
+            metadata: Metadata::default(),
+            extra_brokers: BTreeMap::new(),
+            coordinators: HashMap::new(),
+            slots: BTreeMap::new(),
+            by_node: HashMap::new(),
+            node_failures: HashMap::new(),
+            pending: BTreeMap::new(),
+            by_token: HashMap::new(),
+            done: HashMap::new(),
+            io: VecDeque::new(),
+            events: VecDeque::new(),
+            next_id: 1,
+            next_conn: 1,
+            metadata_due: None,
+            metadata_in_flight: false,
+            wanted_topics: Default::default(),
+        })
+    }
+
+    /// Tells the core the wall-clock time (since the Unix epoch), used to check TLS
+    /// certificate validity. Adapters call it before reporting connections.
+    pub fn handle_wall_clock(&mut self, since_unix_epoch: Duration) {
+        self.wall_clock = since_unix_epoch;
+    }
+
+    /// The cached cluster metadata.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Sends `request` to `route` at the highest version both sides support.
+    pub fn send<R>(&mut self, now: Instant, route: Route, request: R) -> RequestId<R>
+    where
+        R: Request + Send + Sync + 'static,
+        R::Response: Send + 'static,
+    {
+        let raw = self.submit(now, route, Arc::new(request), None, None);
+        RequestId::new(raw)
+    }
+
+    /// Like [`Client::send`] with a pinned version.
+    pub fn send_version<R>(
+        &mut self,
+        now: Instant,
+        route: Route,
+        request: R,
+        version: i16,
+    ) -> RequestId<R>
+    where
+        R: Request + Send + Sync + 'static,
+        R::Response: Send + 'static,
+    {
+        let raw = self.submit(now, route, Arc::new(request), Some(version), None);
+        RequestId::new(raw)
+    }
+
+    /// The outcome of a finished request, once; `None` while it is still running.
+    pub fn take_response<R: Request + 'static>(
+        &mut self,
+        id: RequestId<R>,
+    ) -> Option<Result<R::Response, RequestError>> {
+        let result = self.done.remove(&id.raw)?;
+        Some(result.and_then(|any| {
+            any.downcast::<R::Response>()
+                .map(|b| *b)
+                .map_err(|_| RequestError::NoRoute("response type mismatch".into()))
+        }))
+    }
+
+    /// Asks for a metadata refresh including `topics` (also called on stale-metadata errors).
+    pub fn request_metadata(&mut self, now: Instant, topics: impl IntoIterator<Item = String>) {
+        self.wanted_topics.extend(topics);
+        self.metadata_due = Some(now);
+        self.maybe_refresh_metadata(now);
+    }
+
+    /// Forgets a partition leader after a NOT_LEADER_OR_FOLLOWER-like error and refreshes.
+    pub fn invalidate_leader(&mut self, now: Instant, topic: &str, partition: i32) {
+        self.metadata.invalidate_leader(topic, partition);
+        self.request_metadata(now, [topic.to_string()]);
+    }
+
+    /// The next socket operation.
+    pub fn poll_io(&mut self) -> Option<IoCommand> {
+        self.io.pop_front()
+    }
+
+    /// Whether socket operations are waiting in [`Client::poll_io`].
+    pub fn poll_io_pending(&self) -> bool {
+        !self.io.is_empty()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The socket for `conn` is connected.
+    pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        let Some(slot) = self.slots.get_mut(&conn) else {
+            return;
+        };
+        if !matches!(slot.phase, Phase::Connecting) {
+            return;
+        }
+        let auth = self.auth_for(conn);
+        let mut c = match self.open_connection(now, conn, auth) {
+            Ok(c) => c,
+            Err(e) => {
+                let waiting: Vec<Token> = self
+                    .slots
+                    .get_mut(&conn)
+                    .map(|s| s.waiting.drain(..).map(|(t, _, _)| t).collect())
+                    .unwrap_or_default();
+                self.connection_failed(now, conn, e.clone());
+                for token in waiting {
+                    self.request_failed(now, token, RequestError::Connection(e.clone()), false);
+                }
+                return;
+            }
+        };
+        let Some(slot) = self.slots.get_mut(&conn) else {
+            return;
+        };
+        for (token, req, version) in slot.waiting.drain(..) {
+            c.submit(now, token, Box::new(req), version);
+        }
+        slot.phase = Phase::Open(c);
+        self.drain(now, conn);
+    }
+
+    /// Bytes arrived on `conn`.
+    pub fn handle_received(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
+        if let Some(Slot {
+            phase: Phase::Open(c),
+            ..
+        }) = self.slots.get_mut(&conn)
+        {
+            c.handle_received(now, data);
+            self.drain(now, conn);
+        }
+    }
+
+    /// The socket for `conn` failed to connect, or closed.
+    pub fn handle_closed(&mut self, now: Instant, conn: ConnId, cause: &str) {
+        let Some(slot) = self.slots.get_mut(&conn) else {
+            return;
+        };
+        match &mut slot.phase {
+            Phase::Open(c) => c.handle_closed(cause),
+            Phase::Connecting => {
+                let waiting: Vec<Token> = slot.waiting.drain(..).map(|(t, _, _)| t).collect();
+                let error = ConnError::Closed(cause.to_string());
+                self.connection_failed(now, conn, error.clone());
+                for token in waiting {
+                    self.request_failed(now, token, RequestError::Connection(error.clone()), false);
+                }
+                return;
+            }
+        }
+        self.drain(now, conn);
+    }
+
+    /// Appends the bytes to write on `conn`; returns how many.
+    pub fn poll_transmit(&mut self, _now: Instant, conn: ConnId, out: &mut Vec<u8>) -> usize {
+        match self.slots.get_mut(&conn) {
+            Some(Slot {
+                phase: Phase::Open(c),
+                ..
+            }) => c.poll_transmit(out),
+            _ => 0,
+        }
+    }
+
+    /// Connections that currently have bytes to write or are open (adapters may simply
+    /// call [`Client::poll_transmit`] for each).
+    pub fn connections(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.slots.keys().copied()
+    }
+
+    /// The earliest instant at which [`Client::handle_timeout`] has work; `None` if idle.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let conns = self.slots.values().filter_map(|s| match &s.phase {
+            Phase::Open(c) => c.poll_timeout(),
+            Phase::Connecting => None,
+        });
+        let parked = self
+            .pending
+            .values()
+            .filter(|p| p.at.is_none())
+            .flat_map(|p| [p.retry_at, p.give_up_at])
+            .flatten();
+        let metadata = self.metadata_due.filter(|_| !self.metadata_in_flight);
+        conns.chain(parked).chain(metadata).min()
+    }
+
+    /// Fires due timers; calling it early is harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let ids: Vec<ConnId> = self.slots.keys().copied().collect();
+        for id in ids {
+            if let Some(Slot {
+                phase: Phase::Open(c),
+                ..
+            }) = self.slots.get_mut(&id)
+            {
+                if c.poll_timeout().is_some_and(|t| t <= now) {
+                    c.handle_timeout(now);
+                    self.drain(now, id);
+                }
+            }
+        }
+        self.maybe_refresh_metadata(now);
+        let due: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| {
+                p.at.is_none()
+                    && (p.retry_at.is_some_and(|t| t <= now)
+                        || p.give_up_at.is_some_and(|t| t <= now))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.route(now, id);
+        }
+    }
+
+    fn open_connection(
+        &self,
+        now: Instant,
+        conn: ConnId,
+        auth: Option<Auth>,
+    ) -> Result<Box<Connection>, ConnError> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            let host = self
+                .slots
+                .get(&conn)
+                .map(|s| s.host.clone())
+                .unwrap_or_default();
+            let time = crate::conn::tls::UnixTime::since_unix_epoch(self.wall_clock);
+            let session = crate::conn::tls::TlsSession::new(tls, &host, time)
+                .map_err(|e| ConnError::Tls(e.to_string()))?;
+            return Ok(Box::new(Connection::with_tls(
+                now,
+                self.conn_config.clone(),
+                auth,
+                session,
+            )));
+        }
+        let _ = conn;
+        Ok(Box::new(Connection::new(
+            now,
+            self.conn_config.clone(),
+            auth,
+        )))
+    }
+
+    fn auth_for(&self, conn: ConnId) -> Option<Auth> {
+        let sec = self.config.security();
+        if !matches!(
+            sec.protocol,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        ) {
+            return None;
+        }
+        let sasl = &sec.sasl;
+        let credentials = match (&sasl.token_provider, &sasl.username, &sasl.password) {
+            (Some(p), _, _) => {
+                let p = p.clone();
+                CredentialSource::Provider(Arc::new(move || {
+                    let t = p.token()?;
+                    Ok(SaslCredentials::OAuthBearer {
+                        token: t.value,
+                        extensions: t.extensions,
+                    })
+                }))
+            }
+            (None, Some(u), Some(pw)) => {
+                CredentialSource::Static(SaslCredentials::UsernamePassword {
+                    username: u.clone(),
+                    password: pw.clone(),
+                })
+            }
+            _ => return None,
+        };
+        let entropy: [u8; 32] = Sha256::new()
+            .chain_update(self.seed)
+            .chain_update(conn.0.to_be_bytes())
+            .finalize()
+            .into();
+        Some(Auth::new(sasl.mechanism, credentials, entropy))
+    }
+
+    fn new_token(&mut self) -> Token {
+        self.next_id += 1;
+        Token(self.next_id)
+    }
+
+    fn submit(
+        &mut self,
+        now: Instant,
+        route: Route,
+        request: Arc<dyn ErasedRequest>,
+        version: Option<i16>,
+        internal: Option<router::Internal>,
+    ) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let pending = Pending {
+            route,
+            request: Shared(request),
+            version,
+            attempts: 0,
+            at: None,
+            give_up_at: None,
+            retry_at: None,
+            internal,
+        };
+        self.pending.insert(id, pending);
+        self.route(now, id);
+        id
+    }
+
+    fn finish(&mut self, id: u64, result: Result<Box<dyn std::any::Any + Send>, RequestError>) {
+        if let Some(p) = self.pending.remove(&id) {
+            if p.internal.is_none() {
+                self.done.insert(id, result);
+                self.events.push_back(Event::Response(id));
+            }
+        }
+    }
+
+    fn connection_failed(&mut self, now: Instant, conn: ConnId, error: ConnError) {
+        let Some(slot) = self.slots.remove(&conn) else {
+            return;
+        };
+        self.by_node.remove(&(slot.node, slot.lane));
+        self.io.push_back(IoCommand::Close { conn });
+        if !matches!(error, ConnError::Idle) {
+            let failures = self.node_failures.get(&slot.node).map_or(0, |f| f.0 + 1);
+            let until = now + self.reconnect.delay(failures);
+            self.node_failures.insert(slot.node, (failures, until));
+            if slot.node >= 0 {
+                self.metadata.invalidate_broker_leaders(slot.node);
+                self.coordinators.retain(|_, n| *n != slot.node);
+            }
+            self.events.push_back(Event::ConnectionFailed {
+                node: slot.node,
+                error,
+            });
+        }
+    }
+
+    fn retry_delay(&mut self, attempts: u32) -> Duration {
+        self.retry.delay(attempts.saturating_sub(1))
+    }
+}
+
+/// Builds the TLS settings from the configuration. Certificate and key *files* must have
+/// been loaded by the adapter into the `*_pem` settings: the core reads no files.
+#[cfg(feature = "tls")]
+fn tls_config(config: &ClientConfig) -> Result<crate::conn::tls::TlsClientConfig, ClientError> {
+    let ssl = &config.security().ssl;
+    if ssl.ca_location.is_some() || ssl.certificate_location.is_some() || ssl.key_location.is_some()
+    {
+        return Err(ClientError::Config(
+            "ssl.*.location files must be loaded by the adapter (the core reads no files)".into(),
+        ));
+    }
+    let t = crate::conn::tls::TlsConfig {
+        ca_pem: ssl.ca_pem.as_ref().map(|p| p.as_bytes().to_vec()),
+        client_cert_pem: ssl.certificate_pem.as_ref().map(|p| p.as_bytes().to_vec()),
+        client_key_pem: ssl.key_pem.clone(),
+        server_name_override: None,
+        endpoint_identification: ssl.endpoint_identification
+            == crate::config::EndpointIdentification::Https,
+        danger_accept_invalid_certs: ssl.danger_accept_invalid_certs,
+    };
+    t.build()
+        .map_err(|e| ClientError::Config(format!("TLS: {e}")))
+}
+
+#[cfg(test)]
+mod tests;

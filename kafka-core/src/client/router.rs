@@ -1,0 +1,467 @@
+//! Routing: turning a [`Route`] into a connection, parking requests that wait for
+//! metadata or a coordinator, retrying, and handling the router's own requests.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Client, ConnId, Event, IoCommand, Phase, Slot};
+use crate::cluster::{Lane, Route};
+use crate::conn::{Completion, ConnState, RequestError, Token};
+use crate::protocol::messages::find_coordinator::{
+    FindCoordinatorRequest, FindCoordinatorResponse,
+};
+use crate::protocol::messages::metadata::request::MetadataRequestTopic;
+use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
+use crate::protocol::{ApiKey, KafkaCode};
+
+/// Requests the router sends for itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Internal {
+    Metadata,
+    FindCoordinator { key_type: i8, key: String },
+}
+
+/// Where a route resolves right now.
+enum Target {
+    Node(i32),
+    /// Wait (for metadata or a coordinator); the reason is reported on give-up.
+    Wait(String),
+}
+
+/// APIs that are safe to resend after the connection failed mid-flight.
+fn resend_safe(api: ApiKey) -> bool {
+    use ApiKey as K;
+    matches!(
+        api,
+        K::Metadata
+            | K::ApiVersions
+            | K::FindCoordinator
+            | K::ListOffsets
+            | K::OffsetFetch
+            | K::DescribeGroups
+            | K::ListGroups
+            | K::DescribeConfigs
+            | K::DescribeCluster
+            | K::DescribeAcls
+            | K::DescribeLogDirs
+            | K::DescribeProducers
+            | K::DescribeTransactions
+            | K::ListTransactions
+            | K::DescribeTopicPartitions
+            | K::Fetch
+            | K::ConsumerGroupDescribe
+            | K::DescribeClientQuotas
+            | K::DescribeUserScramCredentials
+            | K::ListPartitionReassignments
+            | K::DescribeDelegationToken
+            | K::DescribeQuorum
+    )
+}
+
+impl Client {
+    /// Sends (or parks) pending request `id`.
+    pub(crate) fn route(&mut self, now: Instant, id: u64) {
+        let Some(p) = self.pending.get(&id) else {
+            return;
+        };
+        let api = p.request.0.api_key();
+        let target = self.resolve(now, &p.route.clone());
+        let p = self.pending.get_mut(&id).expect("present");
+        match target {
+            Target::Wait(reason) => {
+                if p.give_up_at.is_some_and(|t| t <= now) {
+                    self.finish(id, Err(RequestError::NoRoute(reason)));
+                    return;
+                }
+                p.give_up_at
+                    .get_or_insert(now + self.conn_config.request_timeout);
+                p.retry_at = None;
+            }
+            Target::Node(node) => {
+                if let Some(&(_, until)) = self.node_failures.get(&node) {
+                    if until > now {
+                        p.retry_at = Some(until);
+                        p.give_up_at
+                            .get_or_insert(now + self.conn_config.request_timeout);
+                        return;
+                    }
+                }
+                let Some(conn) = self.connection_to(node, Lane::of(api)) else {
+                    self.finish(
+                        id,
+                        Err(RequestError::NoRoute(format!(
+                            "no address for broker {node}"
+                        ))),
+                    );
+                    return;
+                };
+                let token = self.new_token();
+                let p = self.pending.get_mut(&id).expect("present");
+                p.at = Some((conn, token));
+                p.retry_at = None;
+                p.give_up_at = None;
+                let (req, version) = (p.request.clone(), p.version);
+                self.by_token.insert(token, id);
+                match self.slots.get_mut(&conn).map(|s| &mut s.phase) {
+                    Some(Phase::Open(c)) => {
+                        c.submit(now, token, Box::new(req), version);
+                        self.drain(now, conn);
+                    }
+                    Some(Phase::Connecting) => {
+                        if let Some(s) = self.slots.get_mut(&conn) {
+                            s.waiting.push((token, req, version));
+                        }
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+
+    fn resolve(&mut self, now: Instant, route: &Route) -> Target {
+        match route {
+            Route::Any => self
+                .any_node()
+                .map_or(Target::Wait("no broker known".into()), Target::Node),
+            Route::Broker(n) => Target::Node(*n),
+            Route::Leader { topic, partition } => match self.metadata.leader(topic, *partition) {
+                Some(n) => Target::Node(n),
+                None => {
+                    self.request_metadata(now, [topic.clone()]);
+                    Target::Wait(format!("no leader known for {topic}-{partition}"))
+                }
+            },
+            Route::Controller => match self.metadata.controller() {
+                Some(n) => Target::Node(n),
+                None => {
+                    self.request_metadata(now, []);
+                    Target::Wait("no controller known".into())
+                }
+            },
+            Route::GroupCoordinator(g) => self.coordinator(now, 0, g),
+            Route::TxnCoordinator(t) => self.coordinator(now, 1, t),
+        }
+    }
+
+    fn coordinator(&mut self, now: Instant, key_type: i8, key: &str) -> Target {
+        if let Some(&n) = self.coordinators.get(&(key_type, key.to_string())) {
+            return Target::Node(n);
+        }
+        let internal = super::router::Internal::FindCoordinator {
+            key_type,
+            key: key.to_string(),
+        };
+        if !self
+            .pending
+            .values()
+            .any(|p| p.internal.as_ref() == Some(&internal))
+        {
+            let req = FindCoordinatorRequest {
+                key: key.to_string(),
+                key_type,
+                coordinator_keys: vec![key.to_string()],
+                ..Default::default()
+            };
+            self.submit(now, Route::Any, Arc::new(req), None, Some(internal));
+        }
+        Target::Wait(format!("no coordinator known for {key}"))
+    }
+
+    /// A node with an open, ready connection, else any known broker, else a bootstrap server.
+    fn any_node(&self) -> Option<i32> {
+        let ready = self
+            .slots
+            .values()
+            .find(|s| matches!(&s.phase, Phase::Open(c) if *c.state() == ConnState::Ready));
+        if let Some(s) = ready {
+            return Some(s.node);
+        }
+        let usable = |n: &i32| !self.node_failures.contains_key(n);
+        let known = self.metadata.brokers().keys().copied().find(usable);
+        let boot = (0..self.bootstrap.len() as i32)
+            .map(|i| -(i + 1))
+            .find(usable);
+        known.or(boot).or_else(|| {
+            // Everything failed recently: the one whose backoff ends first.
+            self.node_failures
+                .iter()
+                .min_by_key(|(_, (_, until))| *until)
+                .map(|(n, _)| *n)
+        })
+    }
+
+    /// The connection to `node` on `lane`, opening one if needed.
+    fn connection_to(&mut self, node: i32, lane: Lane) -> Option<ConnId> {
+        if let Some(&c) = self.by_node.get(&(node, lane)) {
+            return Some(c);
+        }
+        let (host, port) = if node < 0 {
+            self.bootstrap.get((-node - 1) as usize).cloned()?
+        } else if let Some(b) = self.metadata.broker(node) {
+            (b.host.clone(), b.port)
+        } else {
+            self.extra_brokers.get(&node).cloned()?
+        };
+        let conn = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.slots.insert(
+            conn,
+            Slot {
+                node,
+                host: host.clone(),
+                lane,
+                phase: Phase::Connecting,
+                waiting: Vec::new(),
+            },
+        );
+        self.by_node.insert((node, lane), conn);
+        self.io.push_back(IoCommand::Connect { conn, host, port });
+        Some(conn)
+    }
+
+    /// Processes everything connection `conn` completed.
+    pub(crate) fn drain(&mut self, now: Instant, conn: ConnId) {
+        loop {
+            let Some(Slot {
+                phase: Phase::Open(c),
+                ..
+            }) = self.slots.get_mut(&conn)
+            else {
+                return;
+            };
+            let Some(completion) = c.poll_completion() else {
+                break;
+            };
+            match completion {
+                Completion::Response {
+                    token,
+                    version,
+                    frame,
+                    ..
+                } => self.response(now, conn, token, version, frame),
+                Completion::Failed { token, error, sent } => {
+                    self.request_failed(now, token, error, sent)
+                }
+            }
+        }
+        if let Some(Slot {
+            phase: Phase::Open(c),
+            node,
+            ..
+        }) = self.slots.get(&conn)
+        {
+            match c.state() {
+                ConnState::Failed(e) => {
+                    let e = e.clone();
+                    self.connection_failed(now, conn, e);
+                }
+                ConnState::Ready => {
+                    self.node_failures.remove(node);
+                }
+                ConnState::Setup => {}
+            }
+        }
+    }
+
+    fn response(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        token: Token,
+        version: i16,
+        frame: bytes::Bytes,
+    ) {
+        let Some(id) = self.by_token.remove(&token) else {
+            return;
+        };
+        let Some(p) = self.pending.get_mut(&id) else {
+            return;
+        };
+        p.at = None;
+        let api = p.request.0.api_key();
+        let decoded = match p.request.0.decode(frame, version) {
+            Ok(d) => d,
+            Err(source) => {
+                let e = crate::conn::ConnError::Decode {
+                    api,
+                    version,
+                    source,
+                };
+                self.finish(id, Err(RequestError::Connection(e)));
+                return;
+            }
+        };
+        if let (
+            Some(ms),
+            Some(Slot {
+                phase: Phase::Open(c),
+                ..
+            }),
+        ) = (decoded.throttle_ms, self.slots.get_mut(&conn))
+        {
+            c.apply_throttle(now, ms);
+        }
+        let internal = self.pending.get(&id).and_then(|p| p.internal.clone());
+        match internal {
+            Some(Internal::Metadata) => {
+                self.metadata_in_flight = false;
+                if let Some(resp) = decoded.value.downcast_ref::<MetadataResponse>() {
+                    self.metadata.update(resp);
+                    self.metadata_due = Some(now + self.config.common().metadata_max_age);
+                    self.events.push_back(Event::MetadataUpdated);
+                }
+                self.finish(id, Ok(decoded.value));
+                self.reroute_parked(now);
+            }
+            Some(Internal::FindCoordinator { key_type, key }) => {
+                if let Some(resp) = decoded.value.downcast_ref::<FindCoordinatorResponse>() {
+                    self.coordinator_found(now, id, key_type, &key, resp, version);
+                }
+            }
+            None => {
+                // A coordinator that moved: look it up again and retry.
+                let code = decoded.error_code.map(KafkaCode).unwrap_or(KafkaCode::NONE);
+                let route = self.pending.get(&id).map(|p| p.route.clone());
+                let coordinator_moved = code == KafkaCode::NOT_COORDINATOR
+                    || code == KafkaCode::COORDINATOR_NOT_AVAILABLE;
+                if let Some(Route::GroupCoordinator(k) | Route::TxnCoordinator(k)) = &route {
+                    if coordinator_moved && self.retry_later(now, id) {
+                        self.coordinators.retain(|(_, key), _| key != k);
+                        return;
+                    }
+                }
+                self.finish(id, Ok(decoded.value));
+            }
+        }
+    }
+
+    fn coordinator_found(
+        &mut self,
+        now: Instant,
+        id: u64,
+        key_type: i8,
+        key: &str,
+        resp: &FindCoordinatorResponse,
+        version: i16,
+    ) {
+        let (code, node, host, port) = if version >= 4 {
+            match resp.coordinators.first() {
+                Some(c) => (c.error_code, c.node_id, c.host.clone(), c.port),
+                None => (KafkaCode::COORDINATOR_NOT_AVAILABLE.0, -1, String::new(), 0),
+            }
+        } else {
+            (resp.error_code, resp.node_id, resp.host.clone(), resp.port)
+        };
+        if code == 0 && node >= 0 {
+            self.coordinators.insert((key_type, key.to_string()), node);
+            if self.metadata.broker(node).is_none() {
+                self.extra_brokers
+                    .insert(node, (host, u16::try_from(port).unwrap_or(0)));
+            }
+            self.pending.remove(&id);
+            self.reroute_parked(now);
+        } else if KafkaCode(code).is_retriable() && self.retry_later(now, id) {
+            // COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE: ask again after a backoff.
+        } else {
+            self.pending.remove(&id);
+            let reason = format!("FindCoordinator for {key}: {}", KafkaCode(code));
+            let waiting: Vec<u64> = self
+                .pending
+                .iter()
+                .filter(|(_, p)| p.at.is_none() && matches!(&p.route, Route::GroupCoordinator(k) | Route::TxnCoordinator(k) if k == key))
+                .map(|(i, _)| *i)
+                .collect();
+            for w in waiting {
+                self.finish(w, Err(RequestError::NoRoute(reason.clone())));
+            }
+        }
+    }
+
+    /// Parks `id` for a retry after the retry backoff; false when out of retries.
+    fn retry_later(&mut self, now: Instant, id: u64) -> bool {
+        let retries = self.config.common().retries;
+        let Some(p) = self.pending.get_mut(&id) else {
+            return false;
+        };
+        if p.attempts >= retries {
+            return false;
+        }
+        p.attempts += 1;
+        p.at = None;
+        let attempts = p.attempts;
+        let delay = self.retry_delay(attempts);
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.retry_at = Some(now + delay);
+            p.give_up_at = None;
+        }
+        true
+    }
+
+    /// Re-routes every parked request (after metadata or a coordinator arrived).
+    fn reroute_parked(&mut self, now: Instant) {
+        let parked: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.at.is_none() && p.retry_at.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in parked {
+            self.route(now, id);
+        }
+    }
+
+    pub(crate) fn request_failed(
+        &mut self,
+        now: Instant,
+        token: Token,
+        error: RequestError,
+        sent: bool,
+    ) {
+        let Some(id) = self.by_token.remove(&token) else {
+            return;
+        };
+        let Some(p) = self.pending.get(&id) else {
+            return;
+        };
+        let api = p.request.0.api_key();
+        let connection_error = matches!(&error, RequestError::Connection(e) if e.is_retriable());
+        if p.internal == Some(Internal::Metadata) {
+            self.metadata_in_flight = false;
+        }
+        if connection_error
+            && (!sent || resend_safe(api) || p.internal.is_some())
+            && self.retry_later(now, id)
+        {
+            return;
+        }
+        self.finish(id, Err(error));
+    }
+
+    pub(crate) fn maybe_refresh_metadata(&mut self, now: Instant) {
+        if self.metadata_in_flight || self.metadata_due.is_none_or(|t| t > now) {
+            return;
+        }
+        self.metadata_in_flight = true;
+        self.metadata_due = None;
+        let topics = self
+            .wanted_topics
+            .iter()
+            .map(|t| MetadataRequestTopic {
+                name: Some(t.clone()),
+                ..Default::default()
+            })
+            .collect();
+        let req = MetadataRequest {
+            topics: Some(topics),
+            allow_auto_topic_creation: false,
+            ..Default::default()
+        };
+        self.submit(
+            now,
+            Route::Any,
+            Arc::new(req),
+            None,
+            Some(Internal::Metadata),
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! Router tests (scripted brokers, virtual clock).

@@ -1,0 +1,201 @@
+//! The client's view of the cluster: brokers, topics, partitions and their leaders,
+//! updated from Metadata responses without ever moving a leader epoch backwards.
+
+use std::collections::BTreeMap;
+
+use crate::protocol::messages::metadata::MetadataResponse;
+use crate::protocol::Uuid;
+
+/// A broker's address as advertised in metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    /// Node id.
+    pub node_id: i32,
+    /// Host to connect to.
+    pub host: String,
+    /// Port to connect to.
+    pub port: u16,
+    /// Rack, if configured.
+    pub rack: Option<String>,
+}
+
+/// Leader and epoch of one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// Leader node id, `-1` when there is none.
+    pub leader: i32,
+    /// Leader epoch (`-1` when the broker does not report it).
+    pub leader_epoch: i32,
+    /// The partition's error code in the last metadata answer.
+    pub error_code: i16,
+}
+
+/// One topic's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TopicInfo {
+    /// Topic id (zero when unknown).
+    pub id: Uuid,
+    /// Partitions by index.
+    pub partitions: BTreeMap<i32, PartitionInfo>,
+    /// The topic's error code in the last metadata answer.
+    pub error_code: i16,
+}
+
+/// Cached cluster metadata.
+#[derive(Debug, Clone, Default)]
+pub struct Metadata {
+    brokers: BTreeMap<i32, BrokerInfo>,
+    topics: BTreeMap<String, TopicInfo>,
+    controller: Option<i32>,
+    cluster_id: Option<String>,
+}
+
+impl Metadata {
+    /// Applies a Metadata response. Brokers and the controller are replaced; topics in the
+    /// response are updated, partitions keep a newer leader epoch if the answer is stale.
+    pub fn update(&mut self, resp: &MetadataResponse) {
+        if !resp.brokers.is_empty() {
+            self.brokers = resp
+                .brokers
+                .iter()
+                .map(|b| {
+                    let info = BrokerInfo {
+                        node_id: b.node_id,
+                        host: b.host.clone(),
+                        port: u16::try_from(b.port).unwrap_or(0),
+                        rack: b.rack.clone(),
+                    };
+                    (b.node_id, info)
+                })
+                .collect();
+        }
+        self.controller = (resp.controller_id >= 0).then_some(resp.controller_id);
+        if resp.cluster_id.is_some() {
+            self.cluster_id.clone_from(&resp.cluster_id);
+        }
+        for t in &resp.topics {
+            let Some(name) = &t.name else { continue };
+            let entry = self.topics.entry(name.clone()).or_default();
+            entry.id = t.topic_id;
+            entry.error_code = t.error_code;
+            for p in &t.partitions {
+                let new = PartitionInfo {
+                    leader: p.leader_id,
+                    leader_epoch: p.leader_epoch,
+                    error_code: p.error_code,
+                };
+                match entry.partitions.get(&p.partition_index) {
+                    // A stale answer (older epoch) must not move the leader backwards.
+                    Some(old)
+                        if old.leader_epoch >= 0
+                            && new.leader_epoch >= 0
+                            && new.leader_epoch < old.leader_epoch => {}
+                    _ => {
+                        entry.partitions.insert(p.partition_index, new);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Brokers by node id.
+    pub fn brokers(&self) -> &BTreeMap<i32, BrokerInfo> {
+        &self.brokers
+    }
+
+    /// A broker's address.
+    pub fn broker(&self, node_id: i32) -> Option<&BrokerInfo> {
+        self.brokers.get(&node_id)
+    }
+
+    /// A topic's metadata.
+    pub fn topic(&self, name: &str) -> Option<&TopicInfo> {
+        self.topics.get(name)
+    }
+
+    /// The leader of a partition, if known and present.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
+        let p = self.topics.get(topic)?.partitions.get(&partition)?;
+        (p.leader >= 0).then_some(p.leader)
+    }
+
+    /// Forgets a partition's leader (after NOT_LEADER_OR_FOLLOWER and the like), so
+    /// requests wait for fresh metadata instead of going back to the old leader.
+    pub fn invalidate_leader(&mut self, topic: &str, partition: i32) {
+        if let Some(p) = self
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.partitions.get_mut(&partition))
+        {
+            p.leader = -1;
+        }
+    }
+
+    /// Forgets every leader on `node_id` (after that broker became unreachable).
+    pub fn invalidate_broker_leaders(&mut self, node_id: i32) {
+        for t in self.topics.values_mut() {
+            for p in t.partitions.values_mut().filter(|p| p.leader == node_id) {
+                p.leader = -1;
+            }
+        }
+    }
+
+    /// The controller (in KRaft: a broker that forwards to the controller quorum).
+    pub fn controller(&self) -> Option<i32> {
+        self.controller
+    }
+
+    /// The cluster id.
+    pub fn cluster_id(&self) -> Option<&str> {
+        self.cluster_id.as_deref()
+    }
+
+    /// Names of every cached topic.
+    pub fn topic_names(&self) -> impl Iterator<Item = &str> {
+        self.topics.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::messages::metadata::response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+
+    fn resp(leader: i32, epoch: i32) -> MetadataResponse {
+        MetadataResponse {
+            brokers: vec![MetadataResponseBroker {
+                node_id: 1,
+                host: "h".into(),
+                port: 9092,
+                ..Default::default()
+            }],
+            controller_id: 1,
+            topics: vec![MetadataResponseTopic {
+                name: Some("t".into()),
+                partitions: vec![MetadataResponsePartition {
+                    partition_index: 0,
+                    leader_id: leader,
+                    leader_epoch: epoch,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn leader_epochs_never_move_backwards() {
+        let mut m = Metadata::default();
+        m.update(&resp(1, 5));
+        m.update(&resp(2, 4));
+        assert_eq!(m.leader("t", 0), Some(1), "stale answer ignored");
+        m.update(&resp(3, 6));
+        assert_eq!(m.leader("t", 0), Some(3));
+        m.invalidate_broker_leaders(3);
+        assert_eq!(m.leader("t", 0), None);
+        assert_eq!(m.broker(1).map(|b| b.port), Some(9092));
+    }
+}

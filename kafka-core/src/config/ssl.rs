@@ -1,0 +1,277 @@
+//! TLS settings (`ssl.*`): trust anchors, client certificate and key, host name
+//! verification. Paths are stored as paths: the core never opens files, the adapter
+//! loads them and hands the PEM to the core.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use super::parse;
+use super::{ClientConfigBuilder, ConfigError, KeyInfo};
+use crate::secret::Secret;
+
+/// TLS settings, used when [`SecurityProtocol::uses_tls`]. `Debug` does not show the
+/// private key or its password.
+///
+/// With no CA set, the adapter supplies the system roots. Each PEM source may
+/// be given as a file (`*.location`) or inline (`*.pem`), not both. A client certificate
+/// needs its key and vice versa. These consistency rules are checked by `build` even when
+/// the protocol does not use TLS, although the settings are then ignored.
+///
+/// [`SecurityProtocol::uses_tls`]: super::SecurityProtocol::uses_tls
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SslConfig {
+    /// `ssl.ca.location`: PEM file of trusted CA certificates.
+    pub ca_location: Option<PathBuf>,
+    /// `ssl.ca.pem`: trusted CA certificates as inline PEM (librdkafka's key).
+    pub ca_pem: Option<String>,
+    /// `ssl.certificate.location`: PEM file of the client certificate chain.
+    pub certificate_location: Option<PathBuf>,
+    /// `ssl.certificate.pem`: the client certificate chain as inline PEM.
+    pub certificate_pem: Option<String>,
+    /// `ssl.key.location`: PEM file of the client private key.
+    pub key_location: Option<PathBuf>,
+    /// `ssl.key.pem`: the client private key as inline PEM.
+    pub key_pem: Option<Secret>,
+    /// `ssl.key.password`: password of an encrypted private key. Stored for
+    /// compatibility; the TLS layer currently loads only unencrypted keys (PKCS#8,
+    /// PKCS#1 or SEC1), so an encrypted key fails when the connection is set up.
+    pub key_password: Option<Secret>,
+    /// `ssl.endpoint.identification.algorithm`: whether the broker's certificate must
+    /// match its host name.
+    pub endpoint_identification: EndpointIdentification,
+    /// Accept any server certificate (typed builder only:
+    /// [`ClientConfigBuilder::danger_accept_invalid_certs`]).
+    pub danger_accept_invalid_certs: bool,
+}
+
+impl SslConfig {
+    /// Source conflicts, certificate/key pairing and the shape of typed PEM values.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let pairs = [
+            (
+                "ssl.ca.location",
+                "ssl.ca.pem",
+                self.ca_location.is_some(),
+                self.ca_pem.is_some(),
+            ),
+            (
+                "ssl.certificate.location",
+                "ssl.certificate.pem",
+                self.certificate_location.is_some(),
+                self.certificate_pem.is_some(),
+            ),
+            (
+                "ssl.key.location",
+                "ssl.key.pem",
+                self.key_location.is_some(),
+                self.key_pem.is_some(),
+            ),
+        ];
+        for (a, b, has_a, has_b) in pairs {
+            if has_a && has_b {
+                return Err(ConfigError::conflict(format!(
+                    "`{a}` and `{b}` are both set"
+                )));
+            }
+        }
+        let has_cert = self.certificate_location.is_some() || self.certificate_pem.is_some();
+        let has_key = self.key_location.is_some() || self.key_pem.is_some();
+        if has_cert != has_key {
+            return Err(ConfigError::conflict(
+                "a client certificate (`ssl.certificate.*`) needs its key (`ssl.key.*`) and \
+                 vice versa",
+            ));
+        }
+        let paths = [
+            ("ssl.ca.location", &self.ca_location),
+            ("ssl.certificate.location", &self.certificate_location),
+            ("ssl.key.location", &self.key_location),
+        ];
+        for (key, path) in paths {
+            if let Some(p) = path.as_ref().and_then(|p| p.to_str()) {
+                parse::path(p).map_err(|why| ConfigError::invalid(key, p, false, why))?;
+            }
+        }
+        for (key, pem) in [
+            ("ssl.ca.pem", &self.ca_pem),
+            ("ssl.certificate.pem", &self.certificate_pem),
+        ] {
+            if let Some(pem) = pem {
+                parse::pem(pem, "CERTIFICATE")
+                    .map_err(|why| ConfigError::invalid(key, pem, false, why))?;
+            }
+        }
+        if let Some(key) = &self.key_pem {
+            parse::pem(key.expose(), "PRIVATE KEY")
+                .map_err(|why| ConfigError::invalid("ssl.key.pem", "", true, why))?;
+        }
+        Ok(())
+    }
+}
+
+/// `ssl.endpoint.identification.algorithm`: host name verification of the broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EndpointIdentification {
+    /// `https` (default): the certificate must match the broker's host name.
+    #[default]
+    Https,
+    /// The empty string (as in Java; librdkafka's `none` is also accepted): no host name
+    /// check. The certificate chain is still verified.
+    None,
+}
+
+impl FromStr for EndpointIdentification {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            s if s.eq_ignore_ascii_case("https") => Ok(EndpointIdentification::Https),
+            s if s.is_empty() || s.eq_ignore_ascii_case("none") => Ok(EndpointIdentification::None),
+            _ => Err("expected `https` or the empty string (no host name check)".into()),
+        }
+    }
+}
+
+/// Typed setters for TLS.
+impl ClientConfigBuilder {
+    /// `ssl.ca.location`: PEM file of trusted CA certificates (loaded by the adapter).
+    pub fn ssl_ca_location(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.security.ssl.ca_location = Some(path.into());
+        self
+    }
+
+    /// `ssl.ca.pem`: trusted CA certificates as inline PEM.
+    pub fn ssl_ca_pem(&mut self, pem: impl Into<String>) -> &mut Self {
+        self.security.ssl.ca_pem = Some(pem.into());
+        self
+    }
+
+    /// `ssl.certificate.location` and `ssl.key.location`: client certificate chain and
+    /// private key files (loaded by the adapter).
+    pub fn ssl_client_cert_location(
+        &mut self,
+        certificate: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> &mut Self {
+        self.security.ssl.certificate_location = Some(certificate.into());
+        self.security.ssl.key_location = Some(key.into());
+        self
+    }
+
+    /// `ssl.certificate.pem` and `ssl.key.pem`: client certificate chain and private key
+    /// as inline PEM.
+    pub fn ssl_client_cert_pem(
+        &mut self,
+        certificate: impl Into<String>,
+        key: impl Into<String>,
+    ) -> &mut Self {
+        self.security.ssl.certificate_pem = Some(certificate.into());
+        self.security.ssl.key_pem = Some(Secret::new(key));
+        self
+    }
+
+    /// `ssl.key.password` (see [`SslConfig::key_password`]: only unencrypted keys load).
+    pub fn ssl_key_password(&mut self, password: impl Into<String>) -> &mut Self {
+        self.security.ssl.key_password = Some(Secret::new(password));
+        self
+    }
+
+    /// `ssl.endpoint.identification.algorithm` (default [`EndpointIdentification::Https`]).
+    pub fn ssl_endpoint_identification(&mut self, check: EndpointIdentification) -> &mut Self {
+        self.security.ssl.endpoint_identification = check;
+        self
+    }
+
+    /// Dangerous: accept any broker certificate, unverified chain and host name included,
+    /// so anyone on the path can impersonate the broker. For tests only. Default `false`;
+    /// no string key sets it.
+    pub fn danger_accept_invalid_certs(&mut self, accept: bool) -> &mut Self {
+        self.security.ssl.danger_accept_invalid_certs = accept;
+        self
+    }
+}
+
+/// String keys of the TLS section.
+pub(super) const KEYS: &[KeyInfo] = &[
+    KeyInfo {
+        name: "ssl.ca.location",
+        default: None,
+        doc: "PEM file of trusted CA certificates (read by the adapter).",
+        secret: false,
+        apply: |b, v| {
+            b.security.ssl.ca_location = Some(parse::path(v)?);
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "ssl.ca.pem",
+        default: None,
+        doc: "Trusted CA certificates as inline PEM.",
+        secret: false,
+        apply: |b, v| {
+            b.security.ssl.ca_pem = Some(parse::pem(v, "CERTIFICATE")?);
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "ssl.certificate.location",
+        default: None,
+        doc: "PEM file of the client certificate chain (read by the adapter).",
+        secret: false,
+        apply: |b, v| {
+            b.security.ssl.certificate_location = Some(parse::path(v)?);
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "ssl.certificate.pem",
+        default: None,
+        doc: "Client certificate chain as inline PEM.",
+        secret: false,
+        apply: |b, v| {
+            b.security.ssl.certificate_pem = Some(parse::pem(v, "CERTIFICATE")?);
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "ssl.key.location",
+        default: None,
+        doc: "PEM file of the client private key (read by the adapter).",
+        secret: false,
+        apply: |b, v| {
+            b.security.ssl.key_location = Some(parse::path(v)?);
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "ssl.key.pem",
+        default: None,
+        doc: "Client private key as inline PEM (secret).",
+        secret: true,
+        apply: |b, v| {
+            b.security.ssl.key_pem = Some(Secret::new(parse::pem(v, "PRIVATE KEY")?));
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "ssl.key.password",
+        default: None,
+        doc: "Password of an encrypted private key (secret; only unencrypted keys load yet).",
+        secret: true,
+        apply: |b, v| {
+            b.security.ssl.key_password = Some(Secret::new(parse::password(v)?));
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "ssl.endpoint.identification.algorithm",
+        default: Some("https"),
+        doc: "`https` verifies the broker host name; the empty string turns that off.",
+        secret: false,
+        apply: |b, v| {
+            b.security.ssl.endpoint_identification = v.parse()?;
+            Ok(())
+        },
+    },
+];

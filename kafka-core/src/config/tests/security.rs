@@ -1,0 +1,144 @@
+//! Security tests: SASL credentials, TLS consistency, redaction of secrets.
+
+use std::sync::Arc;
+
+use super::{base, CERT, KEY};
+use crate::config::*;
+use crate::conn::sasl::Mechanism;
+use crate::secret::Secret;
+
+struct FixedToken;
+
+impl TokenProvider for FixedToken {
+    fn token(&self) -> Result<OAuthToken, String> {
+        Ok(OAuthToken {
+            value: Secret::new("eyJ.TOKENVALUE.sig"),
+            lifetime_ms: 1_000,
+            principal: "alice".into(),
+            extensions: vec![("traceId".into(), "1".into())],
+        })
+    }
+}
+
+#[test]
+fn debug_never_shows_secrets() {
+    let mut b = base();
+    b.security_protocol(SecurityProtocol::SaslSsl)
+        .sasl_plain("alice", "HUNTER2PASSWORD")
+        .ssl_client_cert_pem(CERT, KEY)
+        .ssl_key_password("KEYPASSWORD");
+    let mut pairs = base();
+    pairs
+        .set("sasl.username", "alice")
+        .and_then(|p| p.set("sasl.password", "HUNTER2PASSWORD"))
+        .and_then(|p| p.set("ssl.key.password", "KEYPASSWORD"))
+        .unwrap();
+    let built = b.build().unwrap();
+    for text in [
+        format!("{b:?}"),
+        format!("{built:?}"),
+        format!("{pairs:?}"),
+        format!("{b:#?}"),
+    ] {
+        for secret in ["HUNTER2PASSWORD", "TOPSECRETKEY", "KEYPASSWORD"] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+        assert!(text.contains("alice"));
+    }
+    let mut o = base();
+    o.security_protocol(SecurityProtocol::SaslPlaintext)
+        .sasl_oauthbearer(Arc::new(FixedToken));
+    let text = format!("{:?}", o.build().unwrap());
+    assert!(text.contains("TokenProvider"), "{text}");
+    let token = FixedToken.token().unwrap();
+    assert!(!format!("{token:?}").contains("TOKENVALUE"));
+}
+
+#[test]
+fn invalid_values_of_secret_keys_are_redacted() {
+    for (key, value) in [
+        ("sasl.password", "SECRETPW\0"),
+        ("ssl.key.password", "SECRETPW\0"),
+        ("ssl.key.pem", "SECRETPW no pem here"),
+    ] {
+        let err = base().set(key, value).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::InvalidValue { value, .. } if value == "***"),
+            "{err:?}"
+        );
+        assert!(!err.to_string().contains("SECRETPW"), "{err}");
+        assert!(!format!("{err:?}").contains("SECRETPW"), "{err:?}");
+    }
+    // Typed secrets are redacted when `build` rejects them too.
+    let mut b = base();
+    b.ssl_client_cert_pem(CERT, "SECRETPW not a key");
+    let err = b.build().unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::InvalidValue { value, .. } if value == "***"),
+        "{err:?}"
+    );
+    // Non-secret values are shown.
+    let err = base().set("retries", "lots").unwrap_err();
+    assert!(err.to_string().contains("`lots`"), "{err}");
+}
+
+#[test]
+fn sasl_protocols_require_credentials() {
+    let missing = |b: &ClientConfigBuilder| match b.build() {
+        Err(ConfigError::Missing { key }) => key,
+        other => panic!("expected Missing, got {other:?}"),
+    };
+    let mut b = base();
+    b.security_protocol(SecurityProtocol::SaslPlaintext);
+    assert_eq!(missing(&b), "sasl.username");
+    b.set("sasl.username", "alice").unwrap();
+    assert_eq!(missing(&b), "sasl.password");
+    b.set("sasl.password", "pw").unwrap();
+    b.build().unwrap();
+    b.set("sasl.mechanism", "OAUTHBEARER").unwrap();
+    assert!(missing(&b).contains("sasl_oauthbearer"));
+    b.sasl_oauthbearer(Arc::new(FixedToken));
+    b.build().unwrap();
+    // Credentials are not needed (and are ignored) without SASL.
+    base()
+        .set("sasl.mechanism", "SCRAM-SHA-256")
+        .unwrap()
+        .build()
+        .unwrap();
+}
+
+#[test]
+fn sasl_scram_needs_a_scram_mechanism() {
+    let mut b = base();
+    b.sasl_scram(Mechanism::Plain, "u", "p");
+    assert!(matches!(b.build(), Err(ConfigError::Conflict { .. })));
+    b.sasl_scram(Mechanism::ScramSha512, "u", "p");
+    assert_eq!(
+        b.build().unwrap().security().sasl.mechanism,
+        Mechanism::ScramSha512
+    );
+}
+
+#[test]
+fn tls_settings_are_checked_for_consistency_and_unused_without_tls() {
+    let mut b = base();
+    b.ssl_ca_location("/ca.pem").ssl_ca_pem(CERT);
+    assert!(matches!(b.build(), Err(ConfigError::Conflict { .. })));
+    let mut b = base();
+    b.set("ssl.certificate.location", "/c.pem").unwrap();
+    assert!(matches!(b.build(), Err(ConfigError::Conflict { .. })));
+    b.set("ssl.key.location", "/c.key").unwrap();
+    // Allowed with PLAINTEXT (as in Java): stored but unused.
+    let c = b.build().unwrap();
+    assert!(!c.security().protocol.uses_tls());
+    let mut d = base();
+    d.danger_accept_invalid_certs(true)
+        .security_protocol(SecurityProtocol::Ssl);
+    assert!(
+        d.build()
+            .unwrap()
+            .security()
+            .ssl
+            .danger_accept_invalid_certs
+    );
+}

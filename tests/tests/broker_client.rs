@@ -1,0 +1,236 @@
+//! Real broker: the sans-IO core driven by the blocking adapter, over every listener of
+//! the rig — PLAINTEXT, SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), SSL with and
+//! without a client certificate, SASL_SSL — plus the failure cases.
+
+use std::time::{Duration, Instant};
+
+use kafka_blocking::{BlockingClient, Error};
+use kafka_core::cluster::Route;
+use kafka_core::config::ClientConfig;
+use kafka_core::conn::{ConnError, RequestError};
+use kafka_core::protocol::messages::create_topics::request::CreatableTopic;
+use kafka_core::protocol::messages::create_topics::CreateTopicsRequest;
+use kafka_core::protocol::messages::list_offsets::request::{
+    ListOffsetsPartition, ListOffsetsTopic,
+};
+use kafka_core::protocol::messages::list_offsets::ListOffsetsRequest;
+use kafka_core::protocol::messages::metadata::MetadataRequest;
+use kafka_core::protocol::KafkaCode;
+use kafka_tests::{broker_or_skip, rig_var};
+
+fn var(name: &str) -> String {
+    rig_var(name).unwrap_or_else(|| panic!("rig env lacks {name}"))
+}
+
+fn pem(name: &str) -> String {
+    std::fs::read_to_string(var(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn client(pairs: &[(&str, String)]) -> BlockingClient {
+    BlockingClient::new(
+        ClientConfig::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str()))).expect("config"),
+    )
+    .expect("client")
+}
+
+fn metadata_ok(c: &mut BlockingClient) {
+    let m = c
+        .call(Route::Any, MetadataRequest::default())
+        .expect("metadata");
+    assert!(!m.brokers.is_empty());
+    assert!(m.cluster_id.is_some());
+}
+
+fn sasl(
+    bootstrap: &str,
+    protocol: &str,
+    mechanism: &str,
+    user_var: &str,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("bootstrap.servers", var(bootstrap)),
+        ("security.protocol", protocol.into()),
+        ("sasl.mechanism", mechanism.into()),
+        ("sasl.username", var(&format!("{user_var}_USERNAME"))),
+        ("sasl.password", var(&format!("{user_var}_PASSWORD"))),
+    ]
+}
+
+#[test]
+fn plaintext_metadata_create_topics_and_leader_routing() {
+    let Some(_) = broker_or_skip("plaintext_metadata_create_topics_and_leader_routing") else {
+        return;
+    };
+    let mut c = client(&[("bootstrap.servers", var("KAFKA_BOOTSTRAP_SERVERS"))]);
+    metadata_ok(&mut c);
+    let topic = format!("client-{}", std::process::id());
+    let create = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: topic.clone(),
+            num_partitions: 3,
+            replication_factor: 1,
+            ..Default::default()
+        }],
+        timeout_ms: 30_000,
+        ..Default::default()
+    };
+    let resp = c.call(Route::Controller, create).expect("create topics");
+    assert_eq!(KafkaCode(resp.topics[0].error_code), KafkaCode::NONE);
+    // Route by partition leader: the core looks the leader up in metadata first.
+    let list = ListOffsetsRequest {
+        replica_id: -1,
+        topics: vec![ListOffsetsTopic {
+            name: topic.clone(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 2,
+                timestamp: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let offsets = c
+        .call(
+            Route::Leader {
+                topic: topic.clone(),
+                partition: 2,
+            },
+            list,
+        )
+        .expect("list offsets");
+    assert_eq!(
+        KafkaCode(offsets.topics[0].partitions[0].error_code),
+        KafkaCode::NONE
+    );
+    assert_eq!(offsets.topics[0].partitions[0].offset, 0);
+    assert_eq!(
+        c.core()
+            .metadata()
+            .topic(&topic)
+            .map(|t| t.partitions.len()),
+        Some(3)
+    );
+}
+
+#[test]
+fn sasl_plaintext_with_every_mechanism() {
+    let Some(_) = broker_or_skip("sasl_plaintext_with_every_mechanism") else {
+        return;
+    };
+    for (mechanism, user) in [
+        ("PLAIN", "KAFKA_SASL_PLAIN"),
+        ("SCRAM-SHA-256", "KAFKA_SASL_SCRAM_SHA_256"),
+        ("SCRAM-SHA-512", "KAFKA_SASL_SCRAM_SHA_512"),
+    ] {
+        let mut c = client(&sasl(
+            "KAFKA_SASL_BOOTSTRAP",
+            "SASL_PLAINTEXT",
+            mechanism,
+            user,
+        ));
+        metadata_ok(&mut c);
+    }
+}
+
+#[test]
+fn wrong_password_fails_fast_with_the_brokers_message() {
+    let Some(_) = broker_or_skip("wrong_password_fails_fast_with_the_brokers_message") else {
+        return;
+    };
+    for (mechanism, user) in [
+        ("PLAIN", "KAFKA_SASL_PLAIN"),
+        ("SCRAM-SHA-512", "KAFKA_SASL_SCRAM_SHA_512"),
+    ] {
+        let mut pairs = sasl("KAFKA_SASL_BOOTSTRAP", "SASL_PLAINTEXT", mechanism, user);
+        pairs[4].1 = "not-the-password".into();
+        let mut c = client(&pairs);
+        let start = Instant::now();
+        let err = c.call(Route::Any, MetadataRequest::default()).unwrap_err();
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{mechanism}: took {:?}",
+            start.elapsed()
+        );
+        match err {
+            Error::Request(RequestError::Connection(ConnError::AuthenticationFailed {
+                message,
+                ..
+            })) => {
+                assert!(
+                    message.to_lowercase().contains("authentication"),
+                    "{mechanism}: {message}"
+                );
+            }
+            other => panic!("{mechanism}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn ssl_with_and_without_client_certificate_and_sasl_ssl() {
+    let Some(_) = broker_or_skip("ssl_with_and_without_client_certificate_and_sasl_ssl") else {
+        return;
+    };
+    let ca = ("ssl.ca.pem", pem("KAFKA_SSL_CA_PEM"));
+    let mut c = client(&[
+        ("bootstrap.servers", var("KAFKA_SSL_BOOTSTRAP")),
+        ("security.protocol", "SSL".into()),
+        ca.clone(),
+    ]);
+    metadata_ok(&mut c);
+    let mut c = client(&[
+        ("bootstrap.servers", var("KAFKA_SSL_BOOTSTRAP")),
+        ("security.protocol", "SSL".into()),
+        ca.clone(),
+        ("ssl.certificate.pem", pem("KAFKA_SSL_CLIENT_CERT_PEM")),
+        ("ssl.key.pem", pem("KAFKA_SSL_CLIENT_KEY_PEM")),
+    ]);
+    metadata_ok(&mut c);
+    let mut pairs = sasl(
+        "KAFKA_SASL_SSL_BOOTSTRAP",
+        "SASL_SSL",
+        "SCRAM-SHA-512",
+        "KAFKA_SASL_SCRAM_SHA_512",
+    );
+    pairs.push(ca);
+    let mut c = client(&pairs);
+    metadata_ok(&mut c);
+}
+
+#[test]
+fn certificate_for_the_wrong_host_is_rejected() {
+    let Some(_) = broker_or_skip("certificate_for_the_wrong_host_is_rejected") else {
+        return;
+    };
+    let mut c = client(&[
+        ("bootstrap.servers", var("KAFKA_SSL_WRONG_HOST_BOOTSTRAP")),
+        ("security.protocol", "SSL".into()),
+        ("ssl.ca.pem", pem("KAFKA_SSL_CA_PEM")),
+        ("retries", "0".into()),
+    ]);
+    match c.call(Route::Broker(-1), MetadataRequest::default()) {
+        Err(Error::Request(RequestError::Connection(ConnError::Tls(msg)))) => {
+            assert!(msg.contains("ertificate"), "{msg}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn plaintext_client_on_the_tls_port_gets_a_typed_error() {
+    let Some(_) = broker_or_skip("plaintext_client_on_the_tls_port_gets_a_typed_error") else {
+        return;
+    };
+    let mut c = client(&[
+        ("bootstrap.servers", var("KAFKA_SSL_BOOTSTRAP")),
+        ("retries", "0".into()),
+    ]);
+    match c.call(Route::Broker(-1), MetadataRequest::default()) {
+        Err(Error::Request(RequestError::Connection(ConnError::FrameTooLarge {
+            size, ..
+        }))) => assert!(size > 100 << 20),
+        Err(Error::Request(RequestError::Connection(ConnError::Closed(_)))) => {}
+        other => panic!("{other:?}"),
+    }
+}
