@@ -57,7 +57,7 @@ fn pools(records: usize) -> Vec<Pool> {
             "{{\"id\":{},\"user\":\"user{}\",\"active\":{},\"score\":{}.{:02},\"tags\":[\"a\",\"b\"],\"region\":\"eu-west-{}\"}}",
             i,
             rng.next() % 10_000,
-            rng.next() % 2 == 0,
+            rng.next() & 1 == 0,
             rng.next() % 1000,
             rng.next() % 100,
             rng.next() % 3

@@ -82,6 +82,11 @@ impl BlockingClient {
         &self.core
     }
 
+    /// The core, to request metadata refreshes and the like.
+    pub fn core_mut(&mut self) -> &mut Client {
+        &mut self.core
+    }
+
     /// Sends `request` to `route` and waits for its response.
     pub fn call<R>(&mut self, route: Route, request: R) -> Result<R::Response, Error>
     where

@@ -28,15 +28,27 @@ pub fn rig_var(name: &str) -> Option<String> {
 }
 
 /// The PLAINTEXT bootstrap address, or `None` (with a visible message) when no broker is
-/// available outside CI. In CI (`CI=true`) a missing broker is a test failure, never a skip.
+/// available. `scripts/test-broker` sets `KAFKA_REQUIRE_BROKER=1` after starting the rig:
+/// then a missing broker is a test failure, never a skip.
 pub fn broker_or_skip(test: &str) -> Option<String> {
-    match rig_var("KAFKA_BOOTSTRAP_SERVERS") {
+    required_or_skip(test, "KAFKA_BOOTSTRAP_SERVERS", "KAFKA_REQUIRE_BROKER")
+}
+
+/// Like [`broker_or_skip`] for the 3-node cluster (`KAFKA_REQUIRE_CLUSTER=1` makes it required).
+pub fn cluster_or_skip(test: &str) -> Option<String> {
+    required_or_skip(test, "KAFKA_CLUSTER_BOOTSTRAP", "KAFKA_REQUIRE_CLUSTER")
+}
+
+fn required_or_skip(test: &str, var: &str, require: &str) -> Option<String> {
+    match rig_var(var) {
         Some(addr) => Some(addr.split(',').next().unwrap_or_default().to_string()),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("{test}: no broker in CI; scripts/test must start tests/broker/rig")
+        None if std::env::var(require).is_ok_and(|v| v == "1") => {
+            panic!("{test}: {require}=1 but {var} is not set: the rig did not start")
         }
         None => {
-            eprintln!("SKIPPED {test}: no broker (run tests/broker/rig up, or set KAFKA_BOOTSTRAP_SERVERS)");
+            eprintln!(
+                "SKIPPED {test}: no {var} (run tests/broker/rig up / cluster-up, or scripts/test)"
+            );
             None
         }
     }

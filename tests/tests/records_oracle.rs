@@ -120,7 +120,7 @@ fn large_records() -> Vec<OwnedRecord> {
                     "{{\"id\":{},\"name\":\"user{}\",\"active\":{}}}",
                     next() % 1_000_000,
                     next() % 5000,
-                    next() % 2 == 0
+                    next() & 1 == 0
                 ));
             }
             v.truncate(1000);
