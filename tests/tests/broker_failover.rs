@@ -99,7 +99,15 @@ fn routing_follows_the_leader_after_it_is_killed() {
     rig(&["kill", &old.to_string()]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let new = loop {
-        match c.call(route.clone(), list_offsets(&topic)) {
+        let outcome = c.call(route.clone(), list_offsets(&topic));
+        eprintln!(
+            "after kill: {:?} leader {:?}",
+            outcome
+                .as_ref()
+                .map(|r| r.topics[0].partitions[0].error_code),
+            c.core().metadata().leader(&topic, 0)
+        );
+        match outcome {
             Ok(r) if r.topics[0].partitions[0].error_code == 0 => {
                 let leader = c.core().metadata().leader(&topic, 0);
                 if leader.is_some_and(|l| l != old) {

@@ -8,7 +8,8 @@
 //!   are committed in `vectors/records/ours/` with the records they hold; Kafka checks
 //!   them with `vectors/oracle.sh records-verify vectors/records/ours`. This test keeps
 //!   the committed files equal to what the encoder writes today (set
-//!   `KAFKA_RS_WRITE_RECORD_VECTORS=1` to rewrite them).
+//!   `KAFKA_RS_WRITE_RECORD_VECTORS=1` to rewrite them, or
+//!   `KAFKA_RS_RECORD_VECTORS_OUT=<dir>` to write them elsewhere).
 
 mod records_common;
 
@@ -320,8 +321,11 @@ fn our_cases() -> Vec<(String, Vec<u8>, Value)> {
 
 #[test]
 fn our_batches_match_the_committed_vectors() {
-    let dir = vectors_dir("ours");
-    let write = std::env::var_os("KAFKA_RS_WRITE_RECORD_VECTORS").is_some();
+    // KAFKA_RS_RECORD_VECTORS_OUT=<dir> writes today's encoder output there (for
+    // `vectors/oracle.sh records-verify <dir>`) and leaves the committed files alone.
+    let out_dir = std::env::var_os("KAFKA_RS_RECORD_VECTORS_OUT").map(std::path::PathBuf::from);
+    let write = out_dir.is_some() || std::env::var_os("KAFKA_RS_WRITE_RECORD_VECTORS").is_some();
+    let dir = out_dir.unwrap_or_else(|| vectors_dir("ours"));
     if write {
         fs::create_dir_all(&dir).unwrap();
         for e in fs::read_dir(&dir).unwrap() {

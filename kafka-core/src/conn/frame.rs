@@ -124,7 +124,7 @@ mod tests {
         assert!(matches!(
             r.next_frame(),
             Err(ConnError::FrameTooLarge {
-                size: 369_295_616,
+                size: 369_296_128,
                 ..
             })
         ));

@@ -66,11 +66,12 @@ pub struct EncodedBatch {
     pub header: BatchHeader,
 }
 
-/// Encodes v2 batches. Keeps a scratch buffer for compressed batches so repeated use
-/// does not allocate.
+/// Encodes v2 batches. Keeps a scratch buffer for compressed batches and the codec
+/// contexts (zstd) so repeated use does not allocate.
 #[derive(Debug, Default, Clone)]
 pub struct BatchEncoder {
     scratch: Vec<u8>,
+    contexts: compression::Contexts,
 }
 
 impl BatchEncoder {
@@ -149,7 +150,8 @@ impl BatchEncoder {
             ));
         }
         if compressed {
-            compression::compress(opts.compression, opts.compression_level, &self.scratch, out)?;
+            self.contexts
+                .compress(opts.compression, opts.compression_level, &self.scratch, out)?;
         }
         let len = out.len() - start;
         let batch_length = i32::try_from(len - LOG_OVERHEAD)

@@ -1,6 +1,8 @@
 //! Entry points for the record fuzz targets (`fuzz/`) and their corpus replay in
 //! `cargo test`. Each runs a decoder to completion on arbitrary bytes; the only
-//! outcomes allowed are `Ok` or a typed error.
+//! outcomes allowed are `Ok` or a typed error. They panic (deliberately: that is a
+//! fuzzer finding) when an invariant breaks, e.g. output above the cap or our own
+//! compressed output failing to decompress; nothing else in the crate calls them.
 
 use bytes::Bytes;
 

@@ -151,6 +151,44 @@ pub fn compress(
     }
 }
 
+/// Compressor state reused across batches by [`BatchEncoder`](super::BatchEncoder)
+/// (today the zstd context).
+#[derive(Default)]
+pub(crate) struct Contexts {
+    #[cfg(feature = "zstd")]
+    zstd: Option<zstd::Context>,
+}
+
+impl Clone for Contexts {
+    /// Contexts are caches: a clone starts empty.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for Contexts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Contexts").finish_non_exhaustive()
+    }
+}
+
+impl Contexts {
+    /// [`compress`], reusing the contexts kept here.
+    pub(crate) fn compress(
+        &mut self,
+        codec: Compression,
+        level: Option<i32>,
+        input: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), RecordError> {
+        match codec {
+            #[cfg(feature = "zstd")]
+            Compression::Zstd => zstd::compress_reusing(&mut self.zstd, input, level, out),
+            other => compress(other, level, input, out),
+        }
+    }
+}
+
 /// Reads a decompressing reader to its end into `out`, at most `cap` bytes.
 #[cfg(any(feature = "gzip", feature = "zstd"))]
 fn read_bounded<R: std::io::Read>(

@@ -38,3 +38,43 @@ pub(super) fn compress(
     enc.finish().map_err(err)?;
     Ok(())
 }
+
+/// A zstd compression context kept across batches (creating one per batch costs an
+/// allocation and table setup each time).
+pub(super) struct Context {
+    level: i32,
+    compressor: zstd::bulk::Compressor<'static>,
+}
+
+/// Like [`compress`], reusing `ctx`; writes a single frame with its content size.
+pub(super) fn compress_reusing(
+    ctx: &mut Option<Context>,
+    input: &[u8],
+    level: Option<i32>,
+    out: &mut Vec<u8>,
+) -> Result<(), RecordError> {
+    let err = |e: std::io::Error| RecordError::Compress {
+        codec: Compression::Zstd,
+        reason: e.to_string(),
+    };
+    let level = level.unwrap_or(3);
+    let compressor = match ctx {
+        Some(c) if c.level == level => &mut c.compressor,
+        _ => {
+            let compressor = zstd::bulk::Compressor::new(level).map_err(err)?;
+            &mut ctx.insert(Context { level, compressor }).compressor
+        }
+    };
+    let at = out.len();
+    out.resize(at + zstd::zstd_safe::compress_bound(input.len()), 0);
+    match compressor.compress_to_buffer(input, &mut out[at..]) {
+        Ok(n) => {
+            out.truncate(at + n);
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(at);
+            Err(err(e))
+        }
+    }
+}
