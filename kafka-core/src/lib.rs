@@ -25,3 +25,5 @@ pub mod conn;
 pub mod protocol;
 pub mod record;
 pub mod secret;
+#[cfg(test)]
+mod test_support;

@@ -234,3 +234,29 @@ fn plaintext_client_on_the_tls_port_gets_a_typed_error() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn group_coordinator_route_finds_the_coordinator() {
+    use kafka_core::protocol::messages::describe_groups::DescribeGroupsRequest;
+    let Some(_) = broker_or_skip("group_coordinator_route_finds_the_coordinator") else {
+        return;
+    };
+    let mut c = client(&[("bootstrap.servers", var("KAFKA_BOOTSTRAP_SERVERS"))]);
+    let group = format!("kafka-rs-group-{}", std::process::id());
+    let req = DescribeGroupsRequest {
+        groups: vec![group.clone()],
+        ..Default::default()
+    };
+    let resp = c
+        .call(Route::GroupCoordinator(group.clone()), req)
+        .expect("describe groups via the coordinator");
+    assert_eq!(resp.groups.len(), 1);
+    // The coordinator answered: an unknown group is GROUP_ID_NOT_FOUND on 4.x brokers
+    // (NOT_COORDINATOR would mean the route was wrong).
+    let code = KafkaCode(resp.groups[0].error_code);
+    assert!(
+        code == KafkaCode::NONE || code == KafkaCode::GROUP_ID_NOT_FOUND,
+        "{code}"
+    );
+    assert_eq!(resp.groups[0].group_id, group);
+}

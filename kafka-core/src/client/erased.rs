@@ -116,3 +116,54 @@ impl<R> std::fmt::Debug for RequestId<R> {
         write!(f, "RequestId({})", self.raw)
     }
 }
+
+/// FindCoordinator for one key, written in the shape of whatever version is negotiated:
+/// `Key` up to v3, `CoordinatorKeys` from v4 (KIP-699); the two are not interchangeable.
+pub(crate) struct CoordinatorLookup {
+    pub(crate) key_type: i8,
+    pub(crate) key: String,
+}
+
+impl CoordinatorLookup {
+    fn request(
+        &self,
+        version: i16,
+    ) -> crate::protocol::messages::find_coordinator::FindCoordinatorRequest {
+        let mut r = crate::protocol::messages::find_coordinator::FindCoordinatorRequest {
+            key_type: self.key_type,
+            ..Default::default()
+        };
+        if version >= 4 {
+            r.coordinator_keys = vec![self.key.clone()];
+        } else {
+            r.key = self.key.clone();
+        }
+        r
+    }
+}
+
+impl ErasedRequest for CoordinatorLookup {
+    fn api_key(&self) -> ApiKey {
+        ApiKey::FindCoordinator
+    }
+
+    fn write_frame(
+        &self,
+        buf: &mut Vec<u8>,
+        version: i16,
+        correlation_id: i32,
+        client_id: Option<&str>,
+    ) -> Result<(), EncodeError> {
+        OutboundRequest::write_frame(
+            &self.request(version),
+            buf,
+            version,
+            correlation_id,
+            client_id,
+        )
+    }
+
+    fn decode(&self, frame: Bytes, version: i16) -> Result<Decoded, DecodeError> {
+        self.request(version).decode(frame, version)
+    }
+}

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::erased::CoordinatorLookup;
 use super::{Client, ConnId, Event, IoCommand, Phase, Slot};
 use crate::cluster::{Lane, Route};
 use crate::conn::{Completion, ConnState, RequestError, Token};
-use crate::protocol::messages::find_coordinator::{
-    FindCoordinatorRequest, FindCoordinatorResponse,
-};
+use crate::protocol::messages::find_coordinator::FindCoordinatorResponse;
 use crate::protocol::messages::metadata::request::MetadataRequestTopic;
 use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use crate::protocol::{ApiKey, KafkaCode};
@@ -156,11 +155,9 @@ impl Client {
             .values()
             .any(|p| p.internal.as_ref() == Some(&internal))
         {
-            let req = FindCoordinatorRequest {
-                key: key.to_string(),
+            let req = CoordinatorLookup {
                 key_type,
-                coordinator_keys: vec![key.to_string()],
-                ..Default::default()
+                key: key.to_string(),
             };
             self.submit(now, Route::Any, Arc::new(req), None, Some(internal));
         }
@@ -365,15 +362,20 @@ impl Client {
         } else {
             self.pending.remove(&id);
             let reason = format!("FindCoordinator for {key}: {}", KafkaCode(code));
-            let waiting: Vec<u64> = self
-                .pending
-                .iter()
-                .filter(|(_, p)| p.at.is_none() && matches!(&p.route, Route::GroupCoordinator(k) | Route::TxnCoordinator(k) if k == key))
-                .map(|(i, _)| *i)
-                .collect();
-            for w in waiting {
-                self.finish(w, Err(RequestError::NoRoute(reason.clone())));
-            }
+            self.fail_coordinator_waiters(key, &reason);
+        }
+    }
+
+    /// Fails the requests parked for the coordinator of `key`.
+    fn fail_coordinator_waiters(&mut self, key: &str, reason: &str) {
+        let waiting: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.at.is_none() && matches!(&p.route, Route::GroupCoordinator(k) | Route::TxnCoordinator(k) if k == key))
+            .map(|(i, _)| *i)
+            .collect();
+        for w in waiting {
+            self.finish(w, Err(RequestError::NoRoute(reason.to_string())));
         }
     }
 
@@ -428,11 +430,16 @@ impl Client {
         if p.internal == Some(Internal::Metadata) {
             self.metadata_in_flight = false;
         }
+        let internal = p.internal.clone();
         if connection_error
-            && (!sent || resend_safe(api) || p.internal.is_some())
+            && (!sent || resend_safe(api) || internal.is_some())
             && self.retry_later(now, id)
         {
             return;
+        }
+        if let Some(Internal::FindCoordinator { key, .. }) = internal {
+            self.pending.remove(&id);
+            self.fail_coordinator_waiters(&key, &format!("FindCoordinator for {key}: {error}"));
         }
         self.finish(id, Err(error));
     }

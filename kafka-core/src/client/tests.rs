@@ -1,1 +1,311 @@
-//! Router tests (scripted brokers, virtual clock).
+//! Router tests with no sockets: scripted brokers answer what the client writes, on a
+//! virtual clock.
+// `Instant::now()` only provides the virtual clock's origin; time then moves by hand.
+#![allow(clippy::disallowed_methods)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::protocol::messages::find_coordinator::response::Coordinator;
+use crate::protocol::messages::find_coordinator::FindCoordinatorResponse;
+use crate::protocol::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
+use crate::protocol::messages::list_offsets::request::{ListOffsetsPartition, ListOffsetsTopic};
+use crate::protocol::messages::list_offsets::{ListOffsetsRequest, ListOffsetsResponse};
+use crate::protocol::messages::metadata::response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
+use crate::protocol::{ApiKey, Message};
+use crate::test_support::{broker_versions, parse_requests, response_frame, Seen};
+
+struct Harness {
+    client: Client,
+    now: Instant,
+    /// Open sockets and the address each was opened to.
+    open: BTreeMap<ConnId, (String, u16)>,
+    /// Connect commands not yet answered.
+    connecting: Vec<(ConnId, String, u16)>,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let config =
+            ClientConfig::from_pairs([("bootstrap.servers", "boot:9092"), ("client.id", "t")])
+                .unwrap();
+        Harness {
+            client: Client::new(config, [1; 32]).unwrap(),
+            now: Instant::now(),
+            open: BTreeMap::new(),
+            connecting: Vec::new(),
+        }
+    }
+
+    fn io(&mut self) {
+        while let Some(cmd) = self.client.poll_io() {
+            match cmd {
+                IoCommand::Connect { conn, host, port } => self.connecting.push((conn, host, port)),
+                IoCommand::Close { conn } => {
+                    self.open.remove(&conn);
+                }
+            }
+        }
+    }
+
+    /// Accepts every pending connect.
+    fn accept(&mut self) {
+        self.io();
+        for (conn, host, port) in std::mem::take(&mut self.connecting) {
+            self.open.insert(conn, (host, port));
+            self.client.handle_connected(self.now, conn);
+        }
+    }
+
+    /// Requests written since the last call, with the address they went to.
+    fn written(&mut self) -> Vec<(ConnId, String, Seen)> {
+        self.io();
+        let mut all = Vec::new();
+        for (&conn, (host, _)) in &self.open {
+            let mut out = Vec::new();
+            self.client.poll_transmit(self.now, conn, &mut out);
+            all.extend(
+                parse_requests(out)
+                    .into_iter()
+                    .map(|s| (conn, host.clone(), s)),
+            );
+        }
+        all
+    }
+
+    fn reply<M: Message>(&mut self, conn: ConnId, to: &Seen, body: &M) {
+        let frame = response_frame(to, body, to.version());
+        self.client.handle_received(self.now, conn, &frame);
+    }
+
+    /// Accepts connections and answers ApiVersions until only other requests remain.
+    fn negotiate(&mut self) -> Vec<(ConnId, String, Seen)> {
+        let mut rest = Vec::new();
+        for _ in 0..4 {
+            self.accept();
+            for (conn, host, seen) in self.written() {
+                if seen.api() == ApiKey::ApiVersions {
+                    self.reply(conn, &seen, &broker_versions());
+                } else {
+                    rest.push((conn, host, seen));
+                }
+            }
+        }
+        rest
+    }
+
+    fn advance(&mut self, d: Duration) {
+        self.now += d;
+        self.client.handle_timeout(self.now);
+    }
+}
+
+fn cluster_metadata() -> MetadataResponse {
+    MetadataResponse {
+        brokers: [(1, "b1"), (2, "b2")]
+            .into_iter()
+            .map(|(id, host)| MetadataResponseBroker {
+                node_id: id,
+                host: host.into(),
+                port: 9092,
+                ..Default::default()
+            })
+            .collect(),
+        controller_id: 1,
+        cluster_id: Some("c".into()),
+        topics: vec![MetadataResponseTopic {
+            name: Some("t".into()),
+            partitions: vec![MetadataResponsePartition {
+                partition_index: 0,
+                leader_id: 2,
+                leader_epoch: 3,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+fn list_offsets() -> ListOffsetsRequest {
+    ListOffsetsRequest {
+        topics: vec![ListOffsetsTopic {
+            name: "t".into(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                timestamp: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn any_route_bootstraps_negotiates_and_returns_a_typed_response() {
+    let mut h = Harness::new();
+    let id = h.client.send(h.now, Route::Any, MetadataRequest::default());
+    let rest = h.negotiate();
+    assert_eq!(rest.len(), 1);
+    let (conn, host, seen) = &rest[0];
+    assert_eq!(
+        (host.as_str(), seen.api(), seen.version()),
+        ("boot", ApiKey::Metadata, 13)
+    );
+    h.reply(*conn, seen, &cluster_metadata());
+    assert_eq!(h.client.poll_event(), Some(Event::Response(id.raw())));
+    let resp = h.client.take_response(id).unwrap().unwrap();
+    assert_eq!(resp.brokers.len(), 2);
+    assert!(
+        h.client.take_response(id).is_none(),
+        "a response is taken once"
+    );
+}
+
+#[test]
+fn leader_route_waits_for_metadata_then_goes_to_the_leader() {
+    let mut h = Harness::new();
+    let id = h.client.send(
+        h.now,
+        Route::Leader {
+            topic: "t".into(),
+            partition: 0,
+        },
+        list_offsets(),
+    );
+    let rest = h.negotiate();
+    let (conn, host, seen) = &rest[0];
+    assert_eq!(
+        (host.as_str(), seen.api()),
+        ("boot", ApiKey::Metadata),
+        "metadata first"
+    );
+    let topics = seen.decode::<MetadataRequest>().topics.unwrap();
+    assert_eq!(topics[0].name.as_deref(), Some("t"));
+    h.reply(*conn, seen, &cluster_metadata());
+    let rest = h.negotiate();
+    let (conn, host, seen) = &rest[0];
+    assert_eq!(
+        (host.as_str(), seen.api()),
+        ("b2", ApiKey::ListOffsets),
+        "then the leader, broker 2"
+    );
+    h.reply(*conn, seen, &ListOffsetsResponse::default());
+    assert!(h.client.take_response(id).unwrap().is_ok());
+}
+
+#[test]
+fn refused_connection_backs_off_then_retries_the_unsent_request() {
+    let mut h = Harness::new();
+    let id = h.client.send(h.now, Route::Any, MetadataRequest::default());
+    h.io();
+    let (conn, _, _) = h.connecting.remove(0);
+    h.client.handle_closed(h.now, conn, "connection refused");
+    assert!(matches!(
+        h.client.poll_event(),
+        Some(Event::ConnectionFailed { node: -1, .. })
+    ));
+    h.io();
+    assert!(h.connecting.is_empty(), "no reconnect before the backoff");
+    let wake = h.client.poll_timeout().expect("a retry is scheduled");
+    let delay = wake - h.now;
+    assert!(
+        delay >= Duration::from_millis(40) && delay <= Duration::from_millis(130),
+        "{delay:?}"
+    );
+    h.advance(delay);
+    let rest = h.negotiate();
+    assert_eq!(rest[0].2.api(), ApiKey::Metadata);
+    let (conn, _, seen) = &rest[0];
+    h.reply(*conn, seen, &MetadataResponse::default());
+    assert!(h.client.take_response(id).unwrap().is_ok());
+}
+
+#[test]
+fn group_coordinator_lookup_retries_while_loading() {
+    let mut h = Harness::new();
+    let id = h.client.send(
+        h.now,
+        Route::GroupCoordinator("g".into()),
+        HeartbeatRequest {
+            group_id: "g".into(),
+            ..Default::default()
+        },
+    );
+    let rest = h.negotiate();
+    let (conn, _, seen) = &rest[0];
+    assert_eq!(seen.api(), ApiKey::FindCoordinator);
+    let lookup =
+        seen.decode::<crate::protocol::messages::find_coordinator::FindCoordinatorRequest>();
+    assert_eq!(
+        (seen.version(), lookup.coordinator_keys),
+        (6, vec!["g".to_string()]),
+        "batched form from v4"
+    );
+    let loading = FindCoordinatorResponse {
+        coordinators: vec![Coordinator {
+            key: "g".into(),
+            error_code: 14,
+            node_id: -1,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    h.reply(*conn, seen, &loading);
+    assert!(h.written().is_empty(), "waits for the retry backoff");
+    eprintln!(
+        "timeout {:?} pending {:?}",
+        h.client.poll_timeout().map(|t| t - h.now),
+        h.client
+            .pending
+            .iter()
+            .map(|(id, p)| (*id, p.at, p.retry_at.map(|t| t - h.now), p.internal.clone()))
+            .collect::<Vec<_>>()
+    );
+    h.advance(Duration::from_millis(200));
+    let again = h.written();
+    let (conn, _, seen) = &again[0];
+    assert_eq!(seen.api(), ApiKey::FindCoordinator);
+    let found = FindCoordinatorResponse {
+        coordinators: vec![Coordinator {
+            key: "g".into(),
+            node_id: 7,
+            host: "coord".into(),
+            port: 9093,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    h.reply(*conn, seen, &found);
+    let rest = h.negotiate();
+    let (conn, host, seen) = &rest[0];
+    assert_eq!((host.as_str(), seen.api()), ("coord", ApiKey::Heartbeat));
+    h.reply(*conn, seen, &HeartbeatResponse::default());
+    assert_eq!(h.client.take_response(id).unwrap().unwrap().error_code, 0);
+}
+
+#[test]
+fn throttle_time_in_a_response_delays_the_next_request_on_that_connection() {
+    let mut h = Harness::new();
+    let first = h.client.send(h.now, Route::Any, MetadataRequest::default());
+    let rest = h.negotiate();
+    let (conn, _, seen) = &rest[0];
+    h.reply(
+        *conn,
+        seen,
+        &MetadataResponse {
+            throttle_time_ms: 500,
+            ..cluster_metadata()
+        },
+    );
+    assert!(h.client.take_response(first).is_some());
+    let _second = h.client.send(h.now, Route::Any, MetadataRequest::default());
+    assert!(h.written().is_empty(), "throttled");
+    h.advance(Duration::from_millis(500));
+    assert_eq!(h.written().len(), 1);
+}

@@ -6,83 +6,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use super::*;
 use crate::protocol::messages::api_versions::response::ApiVersion;
 use crate::protocol::messages::api_versions::ApiVersionsResponse;
 use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
-use crate::protocol::messages::request_header::RequestHeader;
-use crate::protocol::messages::response_header::ResponseHeader;
 use crate::protocol::messages::sasl_authenticate::SaslAuthenticateResponse;
 use crate::protocol::messages::sasl_handshake::SaslHandshakeResponse;
-use crate::protocol::{ApiKey, Decodable, Encodable, Message};
+use crate::protocol::{ApiKey, Decodable};
 use crate::secret::Secret;
-
-/// A request as the scripted broker sees it.
-struct Seen {
-    header: RequestHeader,
-    body: Bytes,
-}
-
-impl Seen {
-    fn api(&self) -> ApiKey {
-        ApiKey::from_i16(self.header.request_api_key).unwrap()
-    }
-    fn version(&self) -> i16 {
-        self.header.request_api_version
-    }
-}
+use crate::test_support::{broker_versions, parse_requests, response_frame, Seen};
 
 fn written(conn: &mut Connection) -> Vec<Seen> {
     let mut out = Vec::new();
     conn.poll_transmit(&mut out);
-    let mut b = Bytes::from(out);
-    let mut seen = Vec::new();
-    while !b.is_empty() {
-        let size = i32::from_be_bytes(b[..4].try_into().unwrap()) as usize;
-        let mut frame = b.slice(4..4 + size);
-        b = b.slice(4 + size..);
-        let key = ApiKey::from_i16(i16::from_be_bytes([frame[0], frame[1]])).unwrap();
-        let version = i16::from_be_bytes([frame[2], frame[3]]);
-        let header =
-            RequestHeader::decode(&mut frame, key.request_header_version(version)).unwrap();
-        seen.push(Seen {
-            header,
-            body: frame,
-        });
-    }
-    seen
-}
-
-fn response_frame<M: Message>(to: &Seen, body: &M, body_version: i16) -> Vec<u8> {
-    let header = ResponseHeader {
-        correlation_id: to.header.correlation_id,
-        ..Default::default()
-    };
-    let mut frame = vec![0; 4];
-    header
-        .encode(&mut frame, to.api().response_header_version(to.version()))
-        .unwrap();
-    body.encode(&mut frame, body_version).unwrap();
-    let size = (frame.len() - 4) as i32;
-    frame[..4].copy_from_slice(&size.to_be_bytes());
-    frame
-}
-
-fn broker_versions() -> ApiVersionsResponse {
-    ApiVersionsResponse {
-        api_keys: ApiKey::ALL
-            .iter()
-            .map(|k| ApiVersion {
-                api_key: *k as i16,
-                min_version: k.versions().min,
-                max_version: k.supported_versions().max,
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
-    }
+    parse_requests(out)
 }
 
 fn cfg() -> Arc<ConnConfig> {
