@@ -393,3 +393,64 @@ fn unsupported_mechanism_names_the_enabled_ones() {
         matches!(c.state(), ConnState::Failed(ConnError::UnsupportedSaslMechanism { enabled, .. }) if enabled == &vec!["SCRAM-SHA-512".to_string()])
     );
 }
+
+/// Frames recorded from a real Apache Kafka 4.3.1 broker (see `testdata/`), re-addressed
+/// to the correlation id the connection used.
+fn recorded(name: &str, to: &Seen) -> Vec<u8> {
+    let body: &[u8] = match name {
+        "v4" => include_bytes!("testdata/api-versions-v4-kafka-4.3.1.bin"),
+        _ => include_bytes!("testdata/api-versions-v5-refused-kafka-4.3.1.bin"),
+    };
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&to.header.correlation_id.to_be_bytes());
+    frame.extend_from_slice(&body[4..]);
+    frame
+}
+
+#[test]
+fn recorded_broker_api_versions_answer_negotiates_every_api() {
+    let now = Instant::now();
+    let mut c = Connection::new(now, cfg(), None);
+    let seen = written(&mut c);
+    c.handle_received(now, &recorded("v4", &seen[0]));
+    assert_eq!(c.state(), &ConnState::Ready);
+    let table = c.api_versions().unwrap();
+    assert!(table.iter().count() >= 50);
+    assert_eq!(
+        table.negotiate(ApiKey::Produce),
+        Ok(13),
+        "Produce: broker says 0-13, we send 3+"
+    );
+    assert_eq!(table.broker_range(ApiKey::Produce).map(|r| r.min), Some(0));
+    assert_eq!(table.negotiate(ApiKey::Fetch), Ok(18));
+    assert_eq!(table.negotiate(ApiKey::Metadata), Ok(13));
+    assert_eq!(
+        table.negotiate(ApiKey::InitProducerId),
+        Ok(5),
+        "unstable v6 is neither advertised nor sent"
+    );
+    assert_eq!(table.negotiate(ApiKey::SaslHandshake), Ok(1));
+}
+
+#[test]
+fn recorded_unsupported_version_answer_triggers_the_fallback() {
+    let now = Instant::now();
+    let mut c = Connection::new(now, cfg(), None);
+    let seen = written(&mut c);
+    // The broker's v0 refusal (UNSUPPORTED_VERSION, ApiVersions 0-4), with its max
+    // lowered to 3 to stand for a broker older than this client.
+    let mut refusal = recorded("v5", &seen[0]);
+    let last = refusal.len() - 1;
+    refusal[last] = 3;
+    c.handle_received(now, &refusal);
+    let retry = written(&mut c);
+    assert_eq!(
+        (retry[0].api(), retry[0].version()),
+        (ApiKey::ApiVersions, 3)
+    );
+    // An answer that offers nothing lower fails with the broker's error code.
+    let mut c = Connection::new(now, cfg(), None);
+    let seen = written(&mut c);
+    c.handle_received(now, &recorded("v5", &seen[0]));
+    assert_eq!(c.state(), &ConnState::Failed(ConnError::ApiVersions(35)));
+}
