@@ -243,20 +243,30 @@ fn group_coordinator_route_finds_the_coordinator() {
     };
     let mut c = client(&[("bootstrap.servers", var("KAFKA_BOOTSTRAP_SERVERS"))]);
     let group = format!("kafka-rs-group-{}", std::process::id());
-    let req = DescribeGroupsRequest {
-        groups: vec![group.clone()],
-        ..Default::default()
-    };
-    let resp = c
-        .call(Route::GroupCoordinator(group.clone()), req)
-        .expect("describe groups via the coordinator");
-    assert_eq!(resp.groups.len(), 1);
-    // The coordinator answered: an unknown group is GROUP_ID_NOT_FOUND on 4.x brokers
-    // (NOT_COORDINATOR would mean the route was wrong).
-    let code = KafkaCode(resp.groups[0].error_code);
-    assert!(
-        code == KafkaCode::NONE || code == KafkaCode::GROUP_ID_NOT_FOUND,
-        "{code}"
-    );
-    assert_eq!(resp.groups[0].group_id, group);
+    // Right after the broker starts, the group's coordinator may still be loading:
+    // NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS inside the response; look up again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let req = DescribeGroupsRequest {
+            groups: vec![group.clone()],
+            ..Default::default()
+        };
+        let resp = c
+            .call(Route::GroupCoordinator(group.clone()), req)
+            .expect("describe groups via the coordinator");
+        assert_eq!(resp.groups.len(), 1);
+        assert_eq!(resp.groups[0].group_id, group);
+        let code = KafkaCode(resp.groups[0].error_code);
+        if code.is_retriable() && Instant::now() < deadline {
+            c.core_mut().invalidate_coordinator(&group);
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        // The coordinator answered: an unknown group is GROUP_ID_NOT_FOUND on 4.x brokers.
+        assert!(
+            code == KafkaCode::NONE || code == KafkaCode::GROUP_ID_NOT_FOUND,
+            "{code}"
+        );
+        break;
+    }
 }

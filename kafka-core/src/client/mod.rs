@@ -310,6 +310,12 @@ impl Client {
         self.request_metadata(now, [topic.to_string()]);
     }
 
+    /// Forgets the cached coordinator of a group or transactional id (after a
+    /// NOT_COORDINATOR-like error inside a response), so the next request looks it up again.
+    pub fn invalidate_coordinator(&mut self, key: &str) {
+        self.coordinators.retain(|(_, k), _| k != key);
+    }
+
     /// The next socket operation.
     pub fn poll_io(&mut self) -> Option<IoCommand> {
         self.io.pop_front()

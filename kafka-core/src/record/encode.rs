@@ -67,7 +67,7 @@ pub struct EncodedBatch {
 }
 
 /// Encodes v2 batches. Keeps a scratch buffer for compressed batches and the codec
-/// contexts (zstd) so repeated use does not allocate.
+/// contexts (gzip, zstd) so repeated use does not allocate.
 #[derive(Debug, Default, Clone)]
 pub struct BatchEncoder {
     scratch: Vec<u8>,

@@ -152,9 +152,11 @@ pub fn compress(
 }
 
 /// Compressor state reused across batches by [`BatchEncoder`](super::BatchEncoder)
-/// (today the zstd context).
+/// (the gzip and zstd contexts).
 #[derive(Default)]
 pub(crate) struct Contexts {
+    #[cfg(feature = "gzip")]
+    gzip: Option<gzip::Context>,
     #[cfg(feature = "zstd")]
     zstd: Option<zstd::Context>,
 }
@@ -182,6 +184,8 @@ impl Contexts {
         out: &mut Vec<u8>,
     ) -> Result<(), RecordError> {
         match codec {
+            #[cfg(feature = "gzip")]
+            Compression::Gzip => gzip::compress_reusing(&mut self.gzip, input, level, out),
             #[cfg(feature = "zstd")]
             Compression::Zstd => zstd::compress_reusing(&mut self.zstd, input, level, out),
             other => compress(other, level, input, out),
