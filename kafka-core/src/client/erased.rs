@@ -117,28 +117,38 @@ impl<R> std::fmt::Debug for RequestId<R> {
     }
 }
 
-/// FindCoordinator for one key, written in the shape of whatever version is negotiated:
-/// `Key` up to v3, `CoordinatorKeys` from v4 (KIP-699); the two are not interchangeable.
+/// FindCoordinator for a batch of keys of one type, written in the shape of whatever
+/// version is negotiated: `CoordinatorKeys` from v4 (KIP-699), a single `Key` up to v3
+/// (a multi-key lookup then fails to encode and the router splits it).
 pub(crate) struct CoordinatorLookup {
     pub(crate) key_type: i8,
-    pub(crate) key: String,
+    pub(crate) keys: Vec<String>,
 }
 
 impl CoordinatorLookup {
     fn request(
         &self,
         version: i16,
-    ) -> crate::protocol::messages::find_coordinator::FindCoordinatorRequest {
+    ) -> Result<crate::protocol::messages::find_coordinator::FindCoordinatorRequest, EncodeError>
+    {
         let mut r = crate::protocol::messages::find_coordinator::FindCoordinatorRequest {
             key_type: self.key_type,
             ..Default::default()
         };
         if version >= 4 {
-            r.coordinator_keys = vec![self.key.clone()];
+            r.coordinator_keys.clone_from(&self.keys);
         } else {
-            r.key = self.key.clone();
+            match self.keys.as_slice() {
+                [one] => r.key.clone_from(one),
+                _ => {
+                    return Err(EncodeError::FieldNotInVersion {
+                        field: "CoordinatorKeys",
+                        version,
+                    })
+                }
+            }
         }
-        r
+        Ok(r)
     }
 }
 
@@ -155,7 +165,7 @@ impl ErasedRequest for CoordinatorLookup {
         client_id: Option<&str>,
     ) -> Result<(), EncodeError> {
         OutboundRequest::write_frame(
-            &self.request(version),
+            &self.request(version)?,
             buf,
             version,
             correlation_id,
@@ -164,6 +174,10 @@ impl ErasedRequest for CoordinatorLookup {
     }
 
     fn decode(&self, frame: Bytes, version: i16) -> Result<Decoded, DecodeError> {
-        self.request(version).decode(frame, version)
+        ErasedRequest::decode(
+            &crate::protocol::messages::find_coordinator::FindCoordinatorRequest::default(),
+            frame,
+            version,
+        )
     }
 }

@@ -168,6 +168,10 @@ pub struct Client {
     #[cfg(feature = "tls")]
     tls: Option<crate::conn::tls::TlsClientConfig>,
     wall_clock: Duration,
+    /// Coordinators to look up at the next `poll_io` (batched FindCoordinator).
+    lookups_wanted: std::collections::BTreeSet<(i8, String)>,
+    /// The last `now` the core was given, for work deferred to `poll_io`.
+    last_now: Option<Instant>,
 }
 
 impl std::fmt::Debug for Client {
@@ -214,6 +218,8 @@ impl Client {
             #[cfg(feature = "tls")]
             tls,
             wall_clock: Duration::ZERO,
+            lookups_wanted: Default::default(),
+            last_now: None,
             bootstrap: c
                 .bootstrap_servers
                 .iter()
@@ -318,12 +324,16 @@ impl Client {
 
     /// The next socket operation.
     pub fn poll_io(&mut self) -> Option<IoCommand> {
+        if let (false, Some(now)) = (self.lookups_wanted.is_empty(), self.last_now) {
+            self.flush_lookups(now);
+        }
         self.io.pop_front()
     }
 
-    /// Whether socket operations are waiting in [`Client::poll_io`].
+    /// Whether socket operations (or coordinator lookups that may need sockets) are
+    /// waiting in [`Client::poll_io`].
     pub fn poll_io_pending(&self) -> bool {
-        !self.io.is_empty()
+        !self.io.is_empty() || !self.lookups_wanted.is_empty()
     }
 
     /// The next event.
@@ -333,6 +343,7 @@ impl Client {
 
     /// The socket for `conn` is connected.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        self.last_now = Some(now);
         let Some(slot) = self.slots.get_mut(&conn) else {
             return;
         };
@@ -367,6 +378,7 @@ impl Client {
 
     /// Bytes arrived on `conn`.
     pub fn handle_received(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
+        self.last_now = Some(now);
         if let Some(Slot {
             phase: Phase::Open(c),
             ..
@@ -379,6 +391,7 @@ impl Client {
 
     /// The socket for `conn` failed to connect, or closed.
     pub fn handle_closed(&mut self, now: Instant, conn: ConnId, cause: &str) {
+        self.last_now = Some(now);
         let Some(slot) = self.slots.get_mut(&conn) else {
             return;
         };
@@ -432,6 +445,7 @@ impl Client {
 
     /// Fires due timers; calling it early is harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.last_now = Some(now);
         let ids: Vec<ConnId> = self.slots.keys().copied().collect();
         for id in ids {
             if let Some(Slot {
@@ -541,6 +555,7 @@ impl Client {
         version: Option<i16>,
         internal: Option<router::Internal>,
     ) -> u64 {
+        self.last_now = Some(now);
         let id = self.next_id;
         self.next_id += 1;
         let pending = Pending {

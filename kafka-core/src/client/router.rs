@@ -17,7 +17,7 @@ use crate::protocol::{ApiKey, KafkaCode};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Internal {
     Metadata,
-    FindCoordinator { key_type: i8, key: String },
+    FindCoordinator { key_type: i8, keys: Vec<String> },
 }
 
 /// Where a route resolves right now.
@@ -142,26 +142,67 @@ impl Client {
         }
     }
 
-    fn coordinator(&mut self, now: Instant, key_type: i8, key: &str) -> Target {
+    fn coordinator(&mut self, _now: Instant, key_type: i8, key: &str) -> Target {
         if let Some(&n) = self.coordinators.get(&(key_type, key.to_string())) {
             return Target::Node(n);
         }
-        let internal = super::router::Internal::FindCoordinator {
-            key_type,
-            key: key.to_string(),
-        };
-        if !self
-            .pending
-            .values()
-            .any(|p| p.internal.as_ref() == Some(&internal))
-        {
-            let req = CoordinatorLookup {
-                key_type,
-                key: key.to_string(),
-            };
-            self.submit(now, Route::Any, Arc::new(req), None, Some(internal));
+        let in_flight = self.pending.values().any(|p| {
+            matches!(&p.internal, Some(Internal::FindCoordinator { key_type: t, keys }) if *t == key_type && keys.iter().any(|k| k == key))
+        });
+        if !in_flight {
+            // Looked up in one batched FindCoordinator with every other key wanted before
+            // the adapter's next `poll_io` (see `flush_lookups`).
+            self.lookups_wanted.insert((key_type, key.to_string()));
         }
         Target::Wait(format!("no coordinator known for {key}"))
+    }
+
+    /// Sends one FindCoordinator per key type for the coordinators wanted since the last
+    /// call; `delay` parks it for a retry instead.
+    pub(crate) fn flush_lookups(&mut self, now: Instant) {
+        let wanted = std::mem::take(&mut self.lookups_wanted);
+        let mut by_type: std::collections::BTreeMap<i8, Vec<String>> = Default::default();
+        for (t, k) in wanted {
+            by_type.entry(t).or_default().push(k);
+        }
+        for (key_type, keys) in by_type {
+            self.lookup(now, key_type, keys, 0, None);
+        }
+    }
+
+    fn lookup(
+        &mut self,
+        now: Instant,
+        key_type: i8,
+        keys: Vec<String>,
+        attempts: u32,
+        retry_at: Option<Instant>,
+    ) {
+        let req = CoordinatorLookup {
+            key_type,
+            keys: keys.clone(),
+        };
+        let internal = Internal::FindCoordinator { key_type, keys };
+        match retry_at {
+            None => {
+                self.submit(now, Route::Any, Arc::new(req), None, Some(internal));
+            }
+            Some(at) => {
+                let id = self.next_id;
+                self.next_id += 1;
+                let pending = super::Pending {
+                    route: Route::Any,
+                    request: super::Shared(Arc::new(req)),
+                    version: None,
+                    attempts,
+                    at: None,
+                    give_up_at: None,
+                    retry_at: Some(at),
+                    internal: Some(internal),
+                };
+                self.pending.insert(id, pending);
+            }
+        }
     }
 
     /// A node with an open, ready connection, else any known broker, else a bootstrap server.
@@ -310,9 +351,9 @@ impl Client {
                 self.finish(id, Ok(decoded.value));
                 self.reroute_parked(now);
             }
-            Some(Internal::FindCoordinator { key_type, key }) => {
+            Some(Internal::FindCoordinator { key_type, keys }) => {
                 if let Some(resp) = decoded.value.downcast_ref::<FindCoordinatorResponse>() {
-                    self.coordinator_found(now, id, key_type, &key, resp, version);
+                    self.coordinators_found(now, id, key_type, &keys, resp, version);
                 }
             }
             None => {
@@ -332,38 +373,45 @@ impl Client {
         }
     }
 
-    fn coordinator_found(
+    fn coordinators_found(
         &mut self,
         now: Instant,
         id: u64,
         key_type: i8,
-        key: &str,
+        keys: &[String],
         resp: &FindCoordinatorResponse,
         version: i16,
     ) {
-        let (code, node, host, port) = if version >= 4 {
-            match resp.coordinators.first() {
-                Some(c) => (c.error_code, c.node_id, c.host.clone(), c.port),
-                None => (KafkaCode::COORDINATOR_NOT_AVAILABLE.0, -1, String::new(), 0),
+        let attempts = self.pending.remove(&id).map_or(0, |p| p.attempts);
+        let mut retry = Vec::new();
+        for key in keys {
+            let (code, node, host, port) = if version >= 4 {
+                match resp.coordinators.iter().find(|c| &c.key == key) {
+                    Some(c) => (c.error_code, c.node_id, c.host.clone(), c.port),
+                    None => (KafkaCode::COORDINATOR_NOT_AVAILABLE.0, -1, String::new(), 0),
+                }
+            } else {
+                (resp.error_code, resp.node_id, resp.host.clone(), resp.port)
+            };
+            if code == 0 && node >= 0 {
+                self.coordinators.insert((key_type, key.clone()), node);
+                if self.metadata.broker(node).is_none() {
+                    self.extra_brokers
+                        .insert(node, (host, u16::try_from(port).unwrap_or(0)));
+                }
+            } else if KafkaCode(code).is_retriable() && attempts < self.config.common().retries {
+                // COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE: ask again after a backoff.
+                retry.push(key.clone());
+            } else {
+                let reason = format!("FindCoordinator for {key}: {}", KafkaCode(code));
+                self.fail_coordinator_waiters(key, &reason);
             }
-        } else {
-            (resp.error_code, resp.node_id, resp.host.clone(), resp.port)
-        };
-        if code == 0 && node >= 0 {
-            self.coordinators.insert((key_type, key.to_string()), node);
-            if self.metadata.broker(node).is_none() {
-                self.extra_brokers
-                    .insert(node, (host, u16::try_from(port).unwrap_or(0)));
-            }
-            self.pending.remove(&id);
-            self.reroute_parked(now);
-        } else if KafkaCode(code).is_retriable() && self.retry_later(now, id) {
-            // COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE: ask again after a backoff.
-        } else {
-            self.pending.remove(&id);
-            let reason = format!("FindCoordinator for {key}: {}", KafkaCode(code));
-            self.fail_coordinator_waiters(key, &reason);
         }
+        if !retry.is_empty() {
+            let delay = self.retry_delay(attempts + 1);
+            self.lookup(now, key_type, retry, attempts + 1, Some(now + delay));
+        }
+        self.reroute_parked(now);
     }
 
     /// Fails the requests parked for the coordinator of `key`.
@@ -437,9 +485,18 @@ impl Client {
         {
             return;
         }
-        if let Some(Internal::FindCoordinator { key, .. }) = internal {
+        if let Some(Internal::FindCoordinator { key_type, keys }) = internal {
             self.pending.remove(&id);
-            self.fail_coordinator_waiters(&key, &format!("FindCoordinator for {key}: {error}"));
+            if matches!(error, RequestError::Encode(_)) && keys.len() > 1 {
+                // The broker only takes one key per FindCoordinator (below v4): split.
+                for key in keys {
+                    self.lookup(now, key_type, vec![key], 0, None);
+                }
+                return;
+            }
+            for key in &keys {
+                self.fail_coordinator_waiters(key, &format!("FindCoordinator for {key}: {error}"));
+            }
         }
         self.finish(id, Err(error));
     }

@@ -227,66 +227,78 @@ fn refused_connection_backs_off_then_retries_the_unsent_request() {
 }
 
 #[test]
-fn group_coordinator_lookup_retries_while_loading() {
+fn group_coordinator_lookups_are_batched_and_retried_while_loading() {
     let mut h = Harness::new();
-    let id = h.client.send(
-        h.now,
-        Route::GroupCoordinator("g".into()),
-        HeartbeatRequest {
-            group_id: "g".into(),
-            ..Default::default()
-        },
-    );
+    let hb = |g: &str| HeartbeatRequest {
+        group_id: g.into(),
+        ..Default::default()
+    };
+    let g = h
+        .client
+        .send(h.now, Route::GroupCoordinator("g".into()), hb("g"));
+    let k = h
+        .client
+        .send(h.now, Route::GroupCoordinator("k".into()), hb("k"));
     let rest = h.negotiate();
+    assert_eq!(rest.len(), 1, "one FindCoordinator for both groups");
     let (conn, _, seen) = &rest[0];
     assert_eq!(seen.api(), ApiKey::FindCoordinator);
     let lookup =
         seen.decode::<crate::protocol::messages::find_coordinator::FindCoordinatorRequest>();
     assert_eq!(
         (seen.version(), lookup.coordinator_keys),
-        (6, vec!["g".to_string()]),
-        "batched form from v4"
+        (6, vec!["g".to_string(), "k".to_string()])
     );
-    let loading = FindCoordinatorResponse {
-        coordinators: vec![Coordinator {
-            key: "g".into(),
-            error_code: 14,
-            node_id: -1,
-            ..Default::default()
-        }],
+    let coordinator = |key: &str, error_code: i16, node_id: i32| Coordinator {
+        key: key.into(),
+        error_code,
+        node_id,
+        host: "coord".into(),
+        port: 9093,
         ..Default::default()
     };
-    h.reply(*conn, seen, &loading);
-    assert!(h.written().is_empty(), "waits for the retry backoff");
-    eprintln!(
-        "timeout {:?} pending {:?}",
-        h.client.poll_timeout().map(|t| t - h.now),
-        h.client
-            .pending
-            .iter()
-            .map(|(id, p)| (*id, p.at, p.retry_at.map(|t| t - h.now), p.internal.clone()))
-            .collect::<Vec<_>>()
+    // "g" is found at once; "k" is still loading (COORDINATOR_LOAD_IN_PROGRESS).
+    let partial = FindCoordinatorResponse {
+        coordinators: vec![coordinator("g", 0, 7), coordinator("k", 14, -1)],
+        ..Default::default()
+    };
+    h.reply(*conn, seen, &partial);
+    let rest = h.negotiate();
+    assert_eq!(rest.len(), 1, "only the found group's request goes out");
+    let (conn, host, seen) = &rest[0];
+    assert_eq!(
+        (
+            host.as_str(),
+            seen.api(),
+            seen.decode::<HeartbeatRequest>().group_id
+        ),
+        ("coord", ApiKey::Heartbeat, "g".to_string())
     );
+    h.reply(*conn, seen, &HeartbeatResponse::default());
+    assert!(h.client.take_response(g).unwrap().is_ok());
     h.advance(Duration::from_millis(200));
     let again = h.written();
     let (conn, _, seen) = &again[0];
-    assert_eq!(seen.api(), ApiKey::FindCoordinator);
-    let found = FindCoordinatorResponse {
-        coordinators: vec![Coordinator {
-            key: "g".into(),
-            node_id: 7,
-            host: "coord".into(),
-            port: 9093,
+    let lookup =
+        seen.decode::<crate::protocol::messages::find_coordinator::FindCoordinatorRequest>();
+    assert_eq!(
+        lookup.coordinator_keys,
+        vec!["k".to_string()],
+        "the loading key is asked again after a backoff"
+    );
+    h.reply(
+        *conn,
+        seen,
+        &FindCoordinatorResponse {
+            coordinators: vec![coordinator("k", 0, 7)],
             ..Default::default()
-        }],
-        ..Default::default()
-    };
-    h.reply(*conn, seen, &found);
+        },
+    );
     let rest = h.negotiate();
-    let (conn, host, seen) = &rest[0];
-    assert_eq!((host.as_str(), seen.api()), ("coord", ApiKey::Heartbeat));
+    let (conn, _, seen) = &rest[0];
+    assert_eq!(seen.decode::<HeartbeatRequest>().group_id, "k");
     h.reply(*conn, seen, &HeartbeatResponse::default());
-    assert_eq!(h.client.take_response(id).unwrap().unwrap().error_code, 0);
+    assert_eq!(h.client.take_response(k).unwrap().unwrap().error_code, 0);
 }
 
 #[test]
