@@ -91,10 +91,24 @@ fn routing_follows_the_leader_after_it_is_killed() {
         topic: topic.clone(),
         partition: 0,
     };
-    let first = c
-        .call(route.clone(), list_offsets(&topic))
-        .expect("list offsets on the leader");
-    assert_eq!(first.topics[0].partitions[0].error_code, 0);
+    // Right after creation the leader may not serve the partition yet
+    // (NOT_LEADER_OR_FOLLOWER): retry until it does.
+    let ready = Instant::now() + Duration::from_secs(30);
+    let old = loop {
+        let first = c
+            .call(route.clone(), list_offsets(&topic))
+            .expect("list offsets on the leader");
+        let code = KafkaCode(first.topics[0].partitions[0].error_code);
+        if code == KafkaCode::NONE {
+            break c.core().metadata().leader(&topic, 0).unwrap_or(old);
+        }
+        assert!(
+            code.is_retriable() && Instant::now() < ready,
+            "partition never became ready: {code}"
+        );
+        c.core_mut().invalidate_leader(Instant::now(), &topic, 0);
+        std::thread::sleep(Duration::from_millis(200));
+    };
 
     rig(&["kill", &old.to_string()]);
     let deadline = Instant::now() + Duration::from_secs(60);
