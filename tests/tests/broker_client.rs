@@ -90,19 +90,23 @@ fn plaintext_metadata_create_topics_and_leader_routing() {
         }],
         ..Default::default()
     };
-    let offsets = c
-        .call(
-            Route::Leader {
-                topic: topic.clone(),
-                partition: 2,
-            },
-            list,
-        )
-        .expect("list offsets");
-    assert_eq!(
-        KafkaCode(offsets.topics[0].partitions[0].error_code),
-        KafkaCode::NONE
-    );
+    // Right after creation the leader may not serve the partition yet
+    // (NOT_LEADER_OR_FOLLOWER / LEADER_NOT_AVAILABLE): retry until it does.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let offsets = loop {
+        let route = Route::Leader {
+            topic: topic.clone(),
+            partition: 2,
+        };
+        let offsets = c.call(route, list.clone()).expect("list offsets");
+        let code = KafkaCode(offsets.topics[0].partitions[0].error_code);
+        if code == KafkaCode::NONE {
+            break offsets;
+        }
+        assert!(code.is_retriable() && Instant::now() < deadline, "{code}");
+        c.core_mut().invalidate_leader(Instant::now(), &topic, 2);
+        std::thread::sleep(Duration::from_millis(200));
+    };
     assert_eq!(offsets.topics[0].partitions[0].offset, 0);
     assert_eq!(
         c.core()
