@@ -1,6 +1,8 @@
 //! Test helpers shared by module tests: a scripted broker that reads the frames the
 //! core writes and builds encoded responses.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 
 use crate::protocol::messages::api_versions::response::ApiVersion;
@@ -78,4 +80,10 @@ pub(crate) fn broker_versions() -> ApiVersionsResponse {
             .collect(),
         ..Default::default()
     }
+}
+
+/// The origin of a test's virtual clock; time then only moves by hand.
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn origin() -> Instant {
+    Instant::now() // virtual clock origin, tests only
 }

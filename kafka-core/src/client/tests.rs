@@ -1,7 +1,5 @@
 //! Router tests with no sockets: scripted brokers answer what the client writes, on a
 //! virtual clock.
-// `Instant::now()` only provides the virtual clock's origin; time then moves by hand.
-#![allow(clippy::disallowed_methods)]
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -17,7 +15,7 @@ use crate::protocol::messages::metadata::response::{
 };
 use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use crate::protocol::{ApiKey, Message};
-use crate::test_support::{broker_versions, parse_requests, response_frame, Seen};
+use crate::test_support::{broker_versions, origin, parse_requests, response_frame, Seen};
 
 struct Harness {
     client: Client,
@@ -35,7 +33,7 @@ impl Harness {
                 .unwrap();
         Harness {
             client: Client::new(config, [1; 32]).unwrap(),
-            now: Instant::now(),
+            now: origin(),
             open: BTreeMap::new(),
             connecting: Vec::new(),
         }

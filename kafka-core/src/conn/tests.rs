@@ -1,7 +1,5 @@
 //! Connection tests with no sockets: a scripted broker reads the frames the connection
 //! writes and answers with encoded responses, on a virtual clock.
-// `Instant::now()` only provides the virtual clock's origin; time then moves by hand.
-#![allow(clippy::disallowed_methods)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +12,7 @@ use crate::protocol::messages::sasl_authenticate::SaslAuthenticateResponse;
 use crate::protocol::messages::sasl_handshake::SaslHandshakeResponse;
 use crate::protocol::{ApiKey, Decodable};
 use crate::secret::Secret;
-use crate::test_support::{broker_versions, parse_requests, response_frame, Seen};
+use crate::test_support::{broker_versions, origin, parse_requests, response_frame, Seen};
 
 fn written(conn: &mut Connection) -> Vec<Seen> {
     let mut out = Vec::new();
@@ -50,7 +48,7 @@ fn metadata() -> Box<MetadataRequest> {
 
 #[test]
 fn negotiates_then_sends_at_the_highest_common_version() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = ready(now);
     c.submit(now, Token(1), metadata(), None);
     let seen = written(&mut c);
@@ -78,7 +76,7 @@ fn negotiates_then_sends_at_the_highest_common_version() {
 
 #[test]
 fn requests_submitted_before_negotiation_wait_for_it() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = Connection::new(now, cfg(), None);
     c.submit(now, Token(7), metadata(), None);
     let seen = written(&mut c);
@@ -89,7 +87,7 @@ fn requests_submitted_before_negotiation_wait_for_it() {
 
 #[test]
 fn api_versions_falls_back_to_the_brokers_range() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = Connection::new(now, cfg(), None);
     let seen = written(&mut c);
     // An older broker answers in v0 with UNSUPPORTED_VERSION and its own range (0-2).
@@ -115,7 +113,7 @@ fn api_versions_falls_back_to_the_brokers_range() {
 
 #[test]
 fn responses_split_at_every_byte_are_reassembled() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = ready(now);
     c.submit(now, Token(1), metadata(), None);
     let seen = written(&mut c);
@@ -131,7 +129,7 @@ fn responses_split_at_every_byte_are_reassembled() {
 
 #[test]
 fn correlation_mismatch_is_fatal_and_sticky() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = ready(now);
     c.submit(now, Token(1), metadata(), None);
     let mut seen = written(&mut c);
@@ -166,7 +164,7 @@ fn correlation_mismatch_is_fatal_and_sticky() {
 
 #[test]
 fn oversize_and_negative_frames_fail_the_connection() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = ready(now);
     c.handle_received(now, &[0x16, 0x03, 0x03, 0x00, 0x2a, 0x02]);
     assert!(matches!(
@@ -183,7 +181,7 @@ fn oversize_and_negative_frames_fail_the_connection() {
 
 #[test]
 fn in_flight_limit_pipelines_and_queues() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = ready(now);
     for t in 1..=3 {
         c.submit(now, Token(t), metadata(), None);
@@ -203,7 +201,7 @@ fn in_flight_limit_pipelines_and_queues() {
 
 #[test]
 fn request_timeout_on_a_virtual_clock_fails_in_flight_requests_as_sent() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = ready(now);
     c.submit(now, Token(1), metadata(), None);
     let _ = written(&mut c);
@@ -227,7 +225,7 @@ fn request_timeout_on_a_virtual_clock_fails_in_flight_requests_as_sent() {
 
 #[test]
 fn throttle_delays_the_next_request() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = ready(now);
     c.apply_throttle(now, 1_000);
     c.submit(now, Token(1), metadata(), None);
@@ -239,7 +237,7 @@ fn throttle_delays_the_next_request() {
 
 #[test]
 fn idle_connections_close_after_the_idle_timeout() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = ready(now);
     let idle = c.poll_timeout().unwrap();
     assert_eq!(idle, now + Duration::from_millis(540_000));
@@ -249,7 +247,7 @@ fn idle_connections_close_after_the_idle_timeout() {
 
 #[test]
 fn unsupported_version_is_refused_locally_with_both_ranges() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = Connection::new(now, cfg(), None);
     let seen = written(&mut c);
     let old = ApiVersionsResponse {
@@ -319,7 +317,7 @@ fn sasl_handshake(now: Instant, auth: Auth) -> (Connection, Seen) {
 
 #[test]
 fn sasl_plain_exchange_then_ready_and_reauthentication() {
-    let now = Instant::now();
+    let now = origin();
     let (mut c, hs) = sasl_handshake(now, plain_auth());
     c.submit(now, Token(1), metadata(), None);
     let ok = SaslHandshakeResponse {
@@ -357,7 +355,7 @@ fn sasl_plain_exchange_then_ready_and_reauthentication() {
 
 #[test]
 fn wrong_password_is_a_clear_non_retriable_error() {
-    let now = Instant::now();
+    let now = origin();
     let (mut c, hs) = sasl_handshake(now, plain_auth());
     c.handle_received(
         now,
@@ -381,7 +379,7 @@ fn wrong_password_is_a_clear_non_retriable_error() {
 
 #[test]
 fn unsupported_mechanism_names_the_enabled_ones() {
-    let now = Instant::now();
+    let now = origin();
     let (mut c, hs) = sasl_handshake(now, plain_auth());
     let refused = SaslHandshakeResponse {
         error_code: 33,
@@ -409,7 +407,7 @@ fn recorded(name: &str, to: &Seen) -> Vec<u8> {
 
 #[test]
 fn recorded_broker_api_versions_answer_negotiates_every_api() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = Connection::new(now, cfg(), None);
     let seen = written(&mut c);
     c.handle_received(now, &recorded("v4", &seen[0]));
@@ -434,7 +432,7 @@ fn recorded_broker_api_versions_answer_negotiates_every_api() {
 
 #[test]
 fn recorded_unsupported_version_answer_triggers_the_fallback() {
-    let now = Instant::now();
+    let now = origin();
     let mut c = Connection::new(now, cfg(), None);
     let seen = written(&mut c);
     // The broker's v0 refusal (UNSUPPORTED_VERSION, ApiVersions 0-4), with its max
