@@ -24,7 +24,8 @@ use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kafka_core::client::{Client, ClientError, ConnId, IoCommand};
+use kafka_core::admin::AdminError;
+use kafka_core::client::{Client, ClientError, ConnId, IoCommand, Operation};
 use kafka_core::cluster::Route;
 use kafka_core::config::ClientConfig;
 use kafka_core::conn::RequestError;
@@ -103,6 +104,18 @@ impl BlockingClient {
                 return Err(Error::Timeout(self.call_timeout));
             }
             self.turn(deadline);
+        }
+    }
+
+    /// Runs an operation (e.g. an admin call) to completion. Operations end by their own
+    /// deadline, so this returns even if no broker answers.
+    pub fn run_op<O: Operation>(&mut self, op: O) -> O::Output {
+        let id = self.core.start_op(Instant::now(), op);
+        loop {
+            if let Some(out) = self.core.take_op_output(id) {
+                return out;
+            }
+            self.turn(Instant::now() + Duration::from_secs(60));
         }
     }
 
@@ -206,6 +219,55 @@ impl BlockingClient {
         self.sockets.insert(conn, stream);
         self.core.handle_connected(now, conn);
     }
+}
+
+/// The admin client for scripts: every admin operation as a blocking call, each with
+/// per-item results. Shareable between threads (calls take turns on one client).
+///
+/// ```no_run
+/// use kafka_blocking::Admin;
+/// use kafka_core::admin::NewTopic;
+/// use kafka_core::config::ClientConfig;
+///
+/// let admin = Admin::new(ClientConfig::from_pairs([("bootstrap.servers", "127.0.0.1:9092")])?)?;
+/// let created = admin.create_topics([NewTopic::new("events", 3, 1)])?;
+/// println!("{:?}", created["events"]);
+/// println!("{} brokers", admin.describe_cluster()?.brokers.len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Admin {
+    client: std::sync::Mutex<BlockingClient>,
+}
+
+impl Admin {
+    /// Creates the admin client; connections open on first use.
+    pub fn new(config: ClientConfig) -> Result<Self, Error> {
+        Ok(Admin {
+            client: std::sync::Mutex::new(BlockingClient::new(config)?),
+        })
+    }
+
+    /// Runs any admin operation, e.g. one built with non-default options:
+    /// `admin.run(CreateTopics::new(topics).validate_only(true))`.
+    pub fn run<O, T>(&self, op: O) -> Result<T, AdminError>
+    where
+        O: Operation<Output = Result<T, AdminError>>,
+    {
+        let mut client = self
+            .client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        client.run_op(op)
+    }
+
+    /// The underlying client, e.g. for raw requests or metadata.
+    pub fn client(&self) -> std::sync::MutexGuard<'_, BlockingClient> {
+        self.client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    kafka_core::admin_methods!(blocking run);
 }
 
 impl Drop for BlockingClient {

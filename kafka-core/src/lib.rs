@@ -18,6 +18,7 @@
 //! - [`secret`]: the redacting [`secret::Secret`] type for passwords, tokens and keys.
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod client;
 pub mod cluster;
 pub mod config;

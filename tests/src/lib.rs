@@ -2,6 +2,8 @@
 //! (`tests/broker/rig`), and a minimal blocking request/response client over our codecs
 //! used until the sans-IO connection core and its blocking adapter exist.
 
+pub mod admin_suite;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;

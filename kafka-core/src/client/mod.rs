@@ -44,6 +44,7 @@
 //! ```
 
 mod erased;
+mod ops;
 mod router;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -60,6 +61,7 @@ use crate::protocol::Request;
 
 pub use erased::RequestId;
 use erased::{ErasedRequest, Shared};
+pub use ops::{OpContext, OpId, Operation};
 
 /// Opaque id of one socket the adapter owns on the client's behalf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -94,6 +96,9 @@ pub enum Event {
     Response(u64),
     /// Cluster metadata changed.
     MetadataUpdated,
+    /// An operation finished: its output went to its callback, or waits in
+    /// [`Client::take_op_output`].
+    OperationDone(u64),
     /// A connection to a broker failed.
     ConnectionFailed {
         /// The broker's node id (negative for bootstrap servers).
@@ -172,6 +177,12 @@ pub struct Client {
     lookups_wanted: std::collections::BTreeSet<(i8, String)>,
     /// The last `now` the core was given, for work deferred to `poll_io`.
     last_now: Option<Instant>,
+    /// Running operations by id (ids shared with requests).
+    ops: BTreeMap<u64, ops::OpSlot>,
+    /// Requests whose responses nobody will take (dropped when they finish).
+    unwanted: std::collections::HashSet<u64>,
+    /// Outputs of finished operations started with `start_op`.
+    op_outputs: HashMap<u64, Box<dyn std::any::Any + Send>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -250,6 +261,9 @@ impl Client {
             metadata_due: None,
             metadata_in_flight: false,
             wanted_topics: Default::default(),
+            ops: BTreeMap::new(),
+            op_outputs: HashMap::new(),
+            unwanted: Default::default(),
         })
     }
 
@@ -303,6 +317,14 @@ impl Client {
         }))
     }
 
+    /// Declares that nobody will take the response of request `raw` (e.g. its caller gave
+    /// up): it is dropped now if it finished, or when it finishes.
+    pub fn discard_response(&mut self, raw: u64) {
+        if self.done.remove(&raw).is_none() && self.pending.contains_key(&raw) {
+            self.unwanted.insert(raw);
+        }
+    }
+
     /// Asks for a metadata refresh including `topics` (also called on stale-metadata errors).
     pub fn request_metadata(&mut self, now: Instant, topics: impl IntoIterator<Item = String>) {
         self.wanted_topics.extend(topics);
@@ -343,6 +365,11 @@ impl Client {
 
     /// The socket for `conn` is connected.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        self.handle_connected_inner(now, conn);
+        self.run_ops(now);
+    }
+
+    fn handle_connected_inner(&mut self, now: Instant, conn: ConnId) {
         self.last_now = Some(now);
         let Some(slot) = self.slots.get_mut(&conn) else {
             return;
@@ -378,6 +405,11 @@ impl Client {
 
     /// Bytes arrived on `conn`.
     pub fn handle_received(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
+        self.handle_received_inner(now, conn, data);
+        self.run_ops(now);
+    }
+
+    fn handle_received_inner(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
         self.last_now = Some(now);
         if let Some(Slot {
             phase: Phase::Open(c),
@@ -391,6 +423,11 @@ impl Client {
 
     /// The socket for `conn` failed to connect, or closed.
     pub fn handle_closed(&mut self, now: Instant, conn: ConnId, cause: &str) {
+        self.handle_closed_inner(now, conn, cause);
+        self.run_ops(now);
+    }
+
+    fn handle_closed_inner(&mut self, now: Instant, conn: ConnId, cause: &str) {
         self.last_now = Some(now);
         let Some(slot) = self.slots.get_mut(&conn) else {
             return;
@@ -440,11 +477,17 @@ impl Client {
             .flat_map(|p| [p.retry_at, p.give_up_at])
             .flatten();
         let metadata = self.metadata_due.filter(|_| !self.metadata_in_flight);
-        conns.chain(parked).chain(metadata).min()
+        let ops = self.ops_timeout();
+        conns.chain(parked).chain(metadata).chain(ops).min()
     }
 
     /// Fires due timers; calling it early is harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.handle_timeout_inner(now);
+        self.run_ops(now);
+    }
+
+    fn handle_timeout_inner(&mut self, now: Instant) {
         self.last_now = Some(now);
         let ids: Vec<ConnId> = self.slots.keys().copied().collect();
         for id in ids {
@@ -575,7 +618,7 @@ impl Client {
 
     fn finish(&mut self, id: u64, result: Result<Box<dyn std::any::Any + Send>, RequestError>) {
         if let Some(p) = self.pending.remove(&id) {
-            if p.internal.is_none() {
+            if p.internal.is_none() && !self.unwanted.remove(&id) {
                 self.done.insert(id, result);
                 self.events.push_back(Event::Response(id));
             }

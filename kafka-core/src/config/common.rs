@@ -30,6 +30,9 @@ pub struct CommonConfig {
     pub client_software_version: String,
     /// `request.timeout.ms`: how long to wait for a response before failing the request.
     pub request_timeout: Duration,
+    /// `default.api.timeout.ms`: the default time limit of a whole operation (an admin
+    /// call with its retries), when the call does not set its own.
+    pub default_api_timeout: Duration,
     /// `metadata.max.age.ms`: refresh metadata at least this often.
     pub metadata_max_age: Duration,
     /// `reconnect.backoff.ms`: first wait before reconnecting to a broker.
@@ -67,6 +70,7 @@ impl Default for CommonConfig {
             client_software_name: "kafka-rs".into(),
             client_software_version: env!("CARGO_PKG_VERSION").into(),
             request_timeout: Duration::from_millis(30_000),
+            default_api_timeout: Duration::from_millis(60_000),
             metadata_max_age: Duration::from_millis(300_000),
             reconnect_backoff: Duration::from_millis(50),
             reconnect_backoff_max: Duration::from_millis(1_000),
@@ -169,6 +173,12 @@ impl ClientConfigBuilder {
     /// `request.timeout.ms` (default 30 s; at most `i32::MAX` ms).
     pub fn request_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.common.request_timeout = timeout;
+        self
+    }
+
+    /// `default.api.timeout.ms` (default 60 s): time limit of an operation with its retries.
+    pub fn default_api_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.common.default_api_timeout = timeout;
         self
     }
 
@@ -290,6 +300,13 @@ pub(super) const KEYS: &[KeyInfo] = &[
         millis_int,
         request_timeout,
         "Response timeout per request."
+    ),
+    ms_key!(
+        "default.api.timeout.ms",
+        "60000",
+        millis_int,
+        default_api_timeout,
+        "Default time limit of an operation with its retries."
     ),
     ms_key!(
         "metadata.max.age.ms",

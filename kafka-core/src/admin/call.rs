@@ -1,0 +1,159 @@
+//! `Call`: one request with retries until a deadline, the building block of operations.
+
+use std::time::Instant;
+
+use super::{AdminError, Timeout};
+use crate::client::{OpContext, Operation, RequestId};
+use crate::cluster::Route;
+use crate::conn::RequestError;
+use crate::protocol::Request;
+
+/// When an operation gives up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deadline(pub(crate) Instant);
+
+impl Deadline {
+    pub(crate) fn passed(&self, cx: &OpContext<'_>) -> bool {
+        cx.now() >= self.0
+    }
+}
+
+/// Whether a failed request is worth sending again.
+pub(super) fn retriable(e: &RequestError) -> bool {
+    match e {
+        RequestError::Connection(c) => c.is_retriable(),
+        RequestError::NoRoute(_) => true,
+        _ => false,
+    }
+}
+
+/// One request to one route, resent after retriable failures (connection lost, no route
+/// yet) with the client's retry backoff, until the deadline.
+#[derive(Debug)]
+pub(crate) struct Call<R: Request> {
+    route: Route,
+    request: R,
+    id: Option<RequestId<R>>,
+    retry_at: Option<Instant>,
+    attempts: u32,
+}
+
+impl<R> Call<R>
+where
+    R: Request + Clone + Send + Sync + 'static,
+    R::Response: Send + 'static,
+{
+    pub(crate) fn new(route: Route, request: R) -> Self {
+        Call {
+            route,
+            request,
+            id: None,
+            retry_at: None,
+            attempts: 0,
+        }
+    }
+
+    /// Sends the request if due, collects the response: `Some` once it arrived or the
+    /// call failed for good (non-retriable error, or the deadline passed).
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        deadline: Deadline,
+    ) -> Option<Result<R::Response, AdminError>> {
+        if let Some(id) = self.id {
+            match cx.take_response(id) {
+                None => {}
+                Some(Ok(response)) => {
+                    self.id = None;
+                    return Some(Ok(response));
+                }
+                Some(Err(e)) => {
+                    self.id = None;
+                    if !retriable(&e) || deadline.passed(cx) {
+                        return Some(Err(e.into()));
+                    }
+                    self.retry(cx);
+                }
+            }
+        }
+        if deadline.passed(cx) {
+            if let Some(id) = self.id.take() {
+                cx.discard(id);
+            }
+            return Some(Err(AdminError::Timeout));
+        }
+        if self.id.is_none() {
+            match self.retry_at {
+                Some(at) if at > cx.now() => cx.wake_at(at),
+                _ => {
+                    self.retry_at = None;
+                    self.id = Some(cx.send(self.route.clone(), self.request.clone()));
+                }
+            }
+        }
+        None
+    }
+
+    /// Sends again after the retry backoff (for a retriable error inside the response).
+    pub(crate) fn retry(&mut self, cx: &mut OpContext<'_>) {
+        if let Some(id) = self.id.take() {
+            cx.discard(id);
+        }
+        self.attempts += 1;
+        let at = cx.now() + cx.retry_backoff(self.attempts);
+        self.retry_at = Some(at);
+        cx.wake_at(at);
+    }
+
+    /// The request, to narrow it before a retry (e.g. to the items that failed).
+    pub(crate) fn request_mut(&mut self) -> &mut R {
+        &mut self.request
+    }
+
+    /// Changes where the next attempt goes.
+    #[allow(dead_code)] // for operations that re-route (coordinator changes)
+    pub(crate) fn set_route(&mut self, route: Route) {
+        self.route = route;
+    }
+}
+
+/// Any request as an operation: sent to a route, resent after connection failures until
+/// the deadline, answered with the raw response (for APIs without a typed operation).
+#[derive(Debug)]
+pub struct RawRequest<R: Request> {
+    call: Call<R>,
+    timeout: Timeout,
+}
+
+impl<R> RawRequest<R>
+where
+    R: Request + Clone + Send + Sync + 'static,
+    R::Response: Send + 'static,
+{
+    /// `request` to `route`.
+    pub fn new(route: Route, request: R) -> Self {
+        RawRequest {
+            call: Call::new(route, request),
+            timeout: Timeout::default(),
+        }
+    }
+
+    /// Overrides `default.api.timeout.ms`.
+    pub fn timeout(mut self, limit: std::time::Duration) -> Self {
+        self.timeout.set(limit);
+        self
+    }
+}
+
+impl<R> Operation for RawRequest<R>
+where
+    R: Request + Clone + Send + Sync + std::fmt::Debug + 'static,
+    R::Response: Send + 'static,
+{
+    type Output = Result<R::Response, AdminError>;
+
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
+        let deadline = self.timeout.deadline(cx);
+        self.call.poll(cx, deadline)
+    }
+}

@@ -1,0 +1,10 @@
+//! Producer and transaction operations: describe producers, describe and list transactions.
+
+/// The named methods of this group (see [`admin_methods!`](crate::admin_methods)).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __admin_methods_txns {
+    ($mode:ident $run:ident) => {
+        $crate::__admin_method_list!($mode $run);
+    };
+}
