@@ -319,3 +319,103 @@ fn throttle_time_in_a_response_delays_the_next_request_on_that_connection() {
     h.advance(Duration::from_millis(500));
     assert_eq!(h.written().len(), 1);
 }
+
+mod operations {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::admin::{AdminError, CreateTopics, DescribeCluster, NewTopic};
+    use crate::protocol::messages::create_topics::response::CreatableTopicResult;
+    use crate::protocol::messages::create_topics::{CreateTopicsRequest, CreateTopicsResponse};
+    use crate::protocol::KafkaCode;
+
+    fn topic_result(name: &str, code: KafkaCode) -> CreatableTopicResult {
+        CreatableTopicResult {
+            name: name.into(),
+            error_code: code.0,
+            num_partitions: 1,
+            replication_factor: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn create_topics_retries_only_the_topics_refused_with_not_controller() {
+        let mut h = Harness::new();
+        let id = h.client.start_op(
+            h.now,
+            CreateTopics::new([NewTopic::new("a", 1, 1), NewTopic::new("b", 1, 1)]),
+        );
+        let rest = h.negotiate();
+        let (conn, _, seen) = &rest[0];
+        assert_eq!(
+            seen.api(),
+            ApiKey::Metadata,
+            "the controller is looked up first"
+        );
+        h.reply(*conn, seen, &cluster_metadata());
+        let rest = h.negotiate();
+        let (conn, host, seen) = &rest[0];
+        assert_eq!((host.as_str(), seen.api()), ("b1", ApiKey::CreateTopics));
+        assert_eq!(seen.decode::<CreateTopicsRequest>().topics.len(), 2);
+        let first = CreateTopicsResponse {
+            topics: vec![
+                topic_result("a", KafkaCode::NONE),
+                topic_result("b", KafkaCode::NOT_CONTROLLER),
+            ],
+            ..Default::default()
+        };
+        h.reply(*conn, seen, &first);
+        assert!(h.client.take_op_output(id).is_none(), "b is still pending");
+        assert!(h.written().is_empty(), "the retry waits for the backoff");
+        h.advance(Duration::from_secs(2));
+        let rest = h.negotiate();
+        let (conn, _, seen) = &rest[0];
+        let retried = seen.decode::<CreateTopicsRequest>();
+        let names: Vec<&str> = retried.topics.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["b"], "only the refused topic is sent again");
+        let second = CreateTopicsResponse {
+            topics: vec![topic_result("b", KafkaCode::TOPIC_ALREADY_EXISTS)],
+            ..Default::default()
+        };
+        h.reply(*conn, seen, &second);
+        let events: Vec<Event> = std::iter::from_fn(|| h.client.poll_event()).collect();
+        assert!(
+            events.contains(&Event::OperationDone(id.raw())),
+            "{events:?}"
+        );
+        let out = h.client.take_op_output(id).unwrap().unwrap();
+        assert!(out["a"].is_ok());
+        assert_eq!(
+            out["b"].as_ref().unwrap_err().code(),
+            Some(KafkaCode::TOPIC_ALREADY_EXISTS)
+        );
+        assert_eq!(h.client.ops_running(), 0);
+    }
+
+    #[test]
+    fn an_unanswered_operation_ends_at_its_deadline_and_its_late_response_is_dropped() {
+        let mut h = Harness::new();
+        let done = Arc::new(Mutex::new(None));
+        let sink = done.clone();
+        h.client.start_op_then(
+            h.now,
+            DescribeCluster::new().timeout(Duration::from_secs(5)),
+            move |out| *sink.lock().unwrap() = Some(out),
+        );
+        let rest = h.negotiate();
+        let (conn, _, seen) = &rest[0];
+        assert_eq!(seen.api(), ApiKey::DescribeCluster);
+        let deadline = h.now + Duration::from_secs(5);
+        assert!(h.client.poll_timeout().is_some_and(|t| t <= deadline));
+        h.advance(Duration::from_secs(5));
+        assert_eq!(*done.lock().unwrap(), Some(Err(AdminError::Timeout)));
+        assert_eq!(h.client.ops_running(), 0);
+        let late = crate::protocol::messages::describe_cluster::DescribeClusterResponse::default();
+        h.reply(*conn, seen, &late);
+        assert!(
+            h.client.done.is_empty(),
+            "nobody will take the late response"
+        );
+    }
+}
