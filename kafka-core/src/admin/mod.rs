@@ -51,7 +51,7 @@ use crate::protocol::KafkaCode;
 #[non_exhaustive]
 pub enum AdminError {
     /// The broker answered with an error code.
-    #[error("{code}{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    #[error("{}", kafka_error_text(*code, message.as_deref()))]
     Kafka {
         /// The error code.
         code: KafkaCode,
@@ -70,6 +70,14 @@ pub enum AdminError {
     /// The broker's answer does not fit the request (e.g. an item is missing from it).
     #[error("unexpected response: {0}")]
     Protocol(String),
+}
+
+/// `NAME (code): broker message`, or the code's own description without a message.
+fn kafka_error_text(code: KafkaCode, message: Option<&str>) -> String {
+    match message.filter(|m| !m.is_empty()) {
+        Some(m) => format!("{} ({}): {m}", code.name(), code.0),
+        None => code.to_string(),
+    }
 }
 
 impl AdminError {
