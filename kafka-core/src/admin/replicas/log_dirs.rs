@@ -140,6 +140,15 @@ impl DescribeLogDirs {
     }
 }
 
+/// A DescribeLogDirs request for every partition in every dir (`topics: None`; the
+/// codec's default is an empty list, which asks for none).
+fn describe_all() -> DescribeLogDirsRequest {
+    DescribeLogDirsRequest {
+        topics: None,
+        ..Default::default()
+    }
+}
+
 /// One broker's DescribeLogDirs answer as log dir descriptions. Like the Java client, an
 /// answer without any dir and without an error code (versions before 3 had none) means
 /// the caller may not describe the cluster.
@@ -189,10 +198,7 @@ impl Operation for DescribeLogDirs {
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
         let calls = self.calls.get_or_insert_with(|| {
-            PerBroker::new(self.brokers.iter().map(|&id| {
-                // `topics: None` asks for every partition in every dir.
-                (id, DescribeLogDirsRequest::default())
-            }))
+            PerBroker::new(self.brokers.iter().map(|&id| (id, describe_all())))
         });
         for (broker, outcome) in calls.poll(cx, deadline) {
             self.results
@@ -378,6 +384,11 @@ mod tests {
             Some(KafkaCode::KAFKA_STORAGE_ERROR)
         );
         assert_eq!(b.total_bytes, None);
+    }
+
+    #[test]
+    fn describe_asks_for_every_partition() {
+        assert_eq!(describe_all().topics, None);
     }
 
     #[test]
