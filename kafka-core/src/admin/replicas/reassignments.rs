@@ -1,0 +1,453 @@
+//! AlterPartitionReassignments and ListPartitionReassignments, by the controller.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use crate::admin::topics::controller_retriable;
+use crate::admin::{AdminError, Call, OpContext, Operation, Timeout, TopicPartition};
+use crate::cluster::Route;
+use crate::protocol::messages::alter_partition_reassignments::request::{
+    ReassignablePartition, ReassignableTopic,
+};
+use crate::protocol::messages::alter_partition_reassignments::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+};
+use crate::protocol::messages::list_partition_reassignments::request::ListPartitionReassignmentsTopics;
+use crate::protocol::messages::list_partition_reassignments::{
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+};
+
+/// Why a partition cannot be put in a request (checked before sending, as Java does).
+fn unrepresentable(tp: &TopicPartition) -> Option<AdminError> {
+    if tp.topic.is_empty() {
+        Some(AdminError::Invalid("empty topic name".into()))
+    } else if tp.partition < 0 {
+        Some(AdminError::Invalid(format!(
+            "invalid partition index {}",
+            tp.partition
+        )))
+    } else {
+        None
+    }
+}
+
+/// Starts or cancels partition reassignments (AlterPartitionReassignments, sent to the
+/// controller). Each partition maps to its target replicas (broker ids, the first is the
+/// preferred leader), or to `None` to cancel its ongoing reassignment (which fails with
+/// `NO_REASSIGNMENT_IN_PROGRESS` when there is none).
+///
+/// Results are per partition. A whole-response error other than `NOT_CONTROLLER` is
+/// reported for every partition (as the Java client does); `NOT_CONTROLLER` and
+/// `THROTTLING_QUOTA_EXCEEDED` are retried until the deadline.
+#[derive(Debug)]
+pub struct AlterPartitionReassignments {
+    reassignments: BTreeMap<TopicPartition, Option<Vec<i32>>>,
+    allow_replication_factor_change: bool,
+    call: Option<Call<AlterPartitionReassignmentsRequest>>,
+    timeout: Timeout,
+    results: BTreeMap<TopicPartition, Result<(), AdminError>>,
+}
+
+impl AlterPartitionReassignments {
+    /// Reassigns (`Some(replicas)`) or cancels (`None`) each partition.
+    pub fn new(
+        reassignments: impl IntoIterator<Item = (TopicPartition, Option<Vec<i32>>)>,
+    ) -> Self {
+        AlterPartitionReassignments {
+            reassignments: reassignments.into_iter().collect(),
+            allow_replication_factor_change: true,
+            call: None,
+            timeout: Timeout::default(),
+            results: BTreeMap::new(),
+        }
+    }
+
+    /// Whether a reassignment may change a partition's replica count (default `true`;
+    /// `false` needs request version 1, Kafka 4.1+).
+    pub fn allow_replication_factor_change(mut self, yes: bool) -> Self {
+        self.allow_replication_factor_change = yes;
+        self
+    }
+
+    /// Overrides `default.api.timeout.ms` (also sent as the broker-side timeout).
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout.set(limit);
+        self
+    }
+
+    /// The request for the representable partitions (the others get their error now);
+    /// `None` if nothing is left to send.
+    fn request(&mut self, timeout_ms: i32) -> Option<AlterPartitionReassignmentsRequest> {
+        let mut by_topic: BTreeMap<&str, Vec<ReassignablePartition>> = BTreeMap::new();
+        for (tp, replicas) in &self.reassignments {
+            if let Some(e) = unrepresentable(tp) {
+                self.results.insert(tp.clone(), Err(e));
+                continue;
+            }
+            by_topic
+                .entry(&tp.topic)
+                .or_default()
+                .push(ReassignablePartition {
+                    partition_index: tp.partition,
+                    replicas: replicas.clone(),
+                    ..Default::default()
+                });
+        }
+        if by_topic.is_empty() {
+            return None;
+        }
+        Some(AlterPartitionReassignmentsRequest {
+            timeout_ms,
+            allow_replication_factor_change: self.allow_replication_factor_change,
+            topics: by_topic
+                .into_iter()
+                .map(|(name, partitions)| ReassignableTopic {
+                    name: name.to_owned(),
+                    partitions,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+    }
+
+    /// Records the per-partition results; returns the partitions to send again.
+    fn absorb(&mut self, resp: AlterPartitionReassignmentsResponse) -> Vec<TopicPartition> {
+        let top = AdminError::check(resp.error_code, resp.error_message.as_deref());
+        let mut retry = Vec::new();
+        for t in resp.responses {
+            for p in t.partitions {
+                let tp = TopicPartition::new(&t.name, p.partition_index);
+                if !self.reassignments.contains_key(&tp) {
+                    continue;
+                }
+                let result = match &top {
+                    Err(e) => Err(e.clone()),
+                    Ok(()) if controller_retriable(p.error_code) => {
+                        retry.push(tp);
+                        continue;
+                    }
+                    Ok(()) => AdminError::check(p.error_code, p.error_message.as_deref()),
+                };
+                self.results.insert(tp, result);
+            }
+        }
+        // A whole-response error also stands for the partitions it did not list.
+        if let Err(e) = top {
+            for tp in self.reassignments.keys() {
+                self.results.entry(tp.clone()).or_insert(Err(e.clone()));
+            }
+        }
+        retry
+    }
+
+    fn finish(&mut self) -> BTreeMap<TopicPartition, Result<(), AdminError>> {
+        for tp in self.reassignments.keys() {
+            self.results.entry(tp.clone()).or_insert_with(|| {
+                Err(AdminError::Protocol(
+                    "partition missing from response".into(),
+                ))
+            });
+        }
+        std::mem::take(&mut self.results)
+    }
+}
+
+impl Operation for AlterPartitionReassignments {
+    type Output = Result<BTreeMap<TopicPartition, Result<(), AdminError>>, AdminError>;
+
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
+        let deadline = self.timeout.deadline(cx);
+        if self.call.is_none() {
+            match self.request(self.timeout.as_ms(cx)) {
+                Some(request) => self.call = Some(Call::new(Route::Controller, request)),
+                None => return Some(Ok(self.finish())),
+            }
+        }
+        let outcome = self.call.as_mut()?.poll(cx, deadline)?;
+        let resp = match outcome {
+            Ok(resp) => resp,
+            // Nothing answered: a whole-call failure unless some partitions are settled.
+            Err(e) if self.results.is_empty() => return Some(Err(e)),
+            Err(e) => {
+                for tp in self.reassignments.keys() {
+                    self.results.entry(tp.clone()).or_insert(Err(e.clone()));
+                }
+                return Some(Ok(self.finish()));
+            }
+        };
+        if controller_retriable(resp.error_code) && !deadline.passed(cx) {
+            self.call.as_mut()?.retry(cx);
+            return self.poll(cx);
+        }
+        let retry = self.absorb(resp);
+        if !retry.is_empty() && !deadline.passed(cx) {
+            let call = self.call.as_mut()?;
+            let topics = &mut call.request_mut().topics;
+            for t in topics.iter_mut() {
+                t.partitions
+                    .retain(|p| retry.contains(&TopicPartition::new(&t.name, p.partition_index)));
+            }
+            topics.retain(|t| !t.partitions.is_empty());
+            call.retry(cx);
+            return self.poll(cx);
+        }
+        for tp in retry {
+            self.results.insert(tp, Err(AdminError::Timeout));
+        }
+        Some(Ok(self.finish()))
+    }
+}
+
+/// An ongoing reassignment of a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionReassignment {
+    /// The current replica set (old and new replicas while the reassignment runs).
+    pub replicas: Vec<i32>,
+    /// Replicas being added.
+    pub adding_replicas: Vec<i32>,
+    /// Replicas being removed.
+    pub removing_replicas: Vec<i32>,
+}
+
+/// Lists ongoing partition reassignments (ListPartitionReassignments, sent to the
+/// controller), for every partition or the given ones. Partitions without an ongoing
+/// reassignment (or that do not exist) are simply absent from the result.
+#[derive(Debug)]
+pub struct ListPartitionReassignments {
+    /// `None`: every partition.
+    partitions: Option<BTreeSet<TopicPartition>>,
+    call: Option<Call<ListPartitionReassignmentsRequest>>,
+    timeout: Timeout,
+}
+
+impl ListPartitionReassignments {
+    /// Lists the ongoing reassignments among `partitions`.
+    pub fn new(partitions: impl IntoIterator<Item = TopicPartition>) -> Self {
+        ListPartitionReassignments {
+            partitions: Some(partitions.into_iter().collect()),
+            call: None,
+            timeout: Timeout::default(),
+        }
+    }
+
+    /// Lists every ongoing reassignment.
+    pub fn all() -> Self {
+        ListPartitionReassignments {
+            partitions: None,
+            ..ListPartitionReassignments::new([])
+        }
+    }
+
+    /// Overrides `default.api.timeout.ms` (also sent as the broker-side timeout).
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout.set(limit);
+        self
+    }
+
+    fn request(&self, timeout_ms: i32) -> ListPartitionReassignmentsRequest {
+        let topics = self.partitions.as_ref().map(|set| {
+            let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+            for tp in set {
+                by_topic.entry(&tp.topic).or_default().push(tp.partition);
+            }
+            by_topic
+                .into_iter()
+                .map(
+                    |(name, partition_indexes)| ListPartitionReassignmentsTopics {
+                        name: name.to_owned(),
+                        partition_indexes,
+                        ..Default::default()
+                    },
+                )
+                .collect()
+        });
+        ListPartitionReassignmentsRequest {
+            timeout_ms,
+            topics,
+            ..Default::default()
+        }
+    }
+}
+
+fn ongoing(
+    resp: ListPartitionReassignmentsResponse,
+) -> Result<BTreeMap<TopicPartition, PartitionReassignment>, AdminError> {
+    AdminError::check(resp.error_code, resp.error_message.as_deref())?;
+    Ok(resp
+        .topics
+        .into_iter()
+        .flat_map(|t| {
+            let name = t.name;
+            t.partitions.into_iter().map(move |p| {
+                let reassignment = PartitionReassignment {
+                    replicas: p.replicas,
+                    adding_replicas: p.adding_replicas,
+                    removing_replicas: p.removing_replicas,
+                };
+                (
+                    TopicPartition::new(name.clone(), p.partition_index),
+                    reassignment,
+                )
+            })
+        })
+        .collect())
+}
+
+impl Operation for ListPartitionReassignments {
+    type Output = Result<BTreeMap<TopicPartition, PartitionReassignment>, AdminError>;
+
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
+        let deadline = self.timeout.deadline(cx);
+        if let Some(e) = self.partitions.iter().flatten().find_map(unrepresentable) {
+            return Some(Err(e));
+        }
+        if self.partitions.as_ref().is_some_and(BTreeSet::is_empty) {
+            return Some(Ok(BTreeMap::new()));
+        }
+        if self.call.is_none() {
+            let request = self.request(self.timeout.as_ms(cx));
+            self.call = Some(Call::new(Route::Controller, request));
+        }
+        let resp = match self.call.as_mut()?.poll(cx, deadline)? {
+            Ok(resp) => resp,
+            Err(e) => return Some(Err(e)),
+        };
+        if controller_retriable(resp.error_code) && !deadline.passed(cx) {
+            self.call.as_mut()?.retry(cx);
+            return self.poll(cx);
+        }
+        Some(ongoing(resp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::messages::alter_partition_reassignments::response::{
+        ReassignablePartitionResponse, ReassignableTopicResponse,
+    };
+    use crate::protocol::messages::list_partition_reassignments::response::{
+        OngoingPartitionReassignment, OngoingTopicReassignment,
+    };
+    use crate::protocol::KafkaCode;
+
+    fn alter_response(
+        top: KafkaCode,
+        parts: &[(i32, KafkaCode)],
+    ) -> AlterPartitionReassignmentsResponse {
+        AlterPartitionReassignmentsResponse {
+            error_code: top.0,
+            responses: vec![ReassignableTopicResponse {
+                name: "t".into(),
+                partitions: parts
+                    .iter()
+                    .map(|&(p, code)| ReassignablePartitionResponse {
+                        partition_index: p,
+                        error_code: code.0,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn op() -> AlterPartitionReassignments {
+        AlterPartitionReassignments::new([
+            (TopicPartition::new("t", 0), Some(vec![1])),
+            (TopicPartition::new("t", 1), None),
+            (TopicPartition::new("t", 2), Some(vec![1, 2])),
+            (TopicPartition::new("", 0), None),
+        ])
+    }
+
+    #[test]
+    fn unrepresentable_partitions_fail_before_sending() {
+        let mut op = op();
+        let req = op.request(1000).unwrap();
+        assert_eq!(req.topics.len(), 1);
+        assert_eq!(req.topics[0].partitions.len(), 3);
+        assert_eq!(req.topics[0].partitions[1].replicas, None);
+        assert!(matches!(
+            op.results[&TopicPartition::new("", 0)],
+            Err(AdminError::Invalid(_))
+        ));
+        let mut only_bad = AlterPartitionReassignments::new([(TopicPartition::new("t", -1), None)]);
+        assert!(only_bad.request(1000).is_none());
+    }
+
+    #[test]
+    fn per_partition_results_and_retries() {
+        let mut op = op();
+        op.request(1000);
+        let retry = op.absorb(alter_response(
+            KafkaCode::NONE,
+            &[
+                (0, KafkaCode::NONE),
+                (1, KafkaCode::NO_REASSIGNMENT_IN_PROGRESS),
+                (2, KafkaCode::NOT_CONTROLLER),
+            ],
+        ));
+        assert_eq!(retry, vec![TopicPartition::new("t", 2)]);
+        let results = op.finish();
+        assert_eq!(results[&TopicPartition::new("t", 0)], Ok(()));
+        assert_eq!(
+            results[&TopicPartition::new("t", 1)]
+                .as_ref()
+                .unwrap_err()
+                .code(),
+            Some(KafkaCode::NO_REASSIGNMENT_IN_PROGRESS)
+        );
+    }
+
+    #[test]
+    fn top_level_error_stands_for_every_partition() {
+        let mut op = op();
+        op.request(1000);
+        let retry = op.absorb(alter_response(
+            KafkaCode::CLUSTER_AUTHORIZATION_FAILED,
+            &[(0, KafkaCode::NONE)],
+        ));
+        assert!(retry.is_empty());
+        let results = op.finish();
+        for p in 0..3 {
+            assert_eq!(
+                results[&TopicPartition::new("t", p)]
+                    .as_ref()
+                    .unwrap_err()
+                    .code(),
+                Some(KafkaCode::CLUSTER_AUTHORIZATION_FAILED)
+            );
+        }
+    }
+
+    #[test]
+    fn ongoing_reassignments_are_keyed_by_partition() {
+        let resp = ListPartitionReassignmentsResponse {
+            topics: vec![OngoingTopicReassignment {
+                name: "t".into(),
+                partitions: vec![OngoingPartitionReassignment {
+                    partition_index: 3,
+                    replicas: vec![1, 2],
+                    adding_replicas: vec![2],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let map = ongoing(resp).unwrap();
+        assert_eq!(map[&TopicPartition::new("t", 3)].adding_replicas, vec![2]);
+        let err = ongoing(ListPartitionReassignmentsResponse {
+            error_code: KafkaCode::CLUSTER_AUTHORIZATION_FAILED.0,
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert_eq!(err.code(), Some(KafkaCode::CLUSTER_AUTHORIZATION_FAILED));
+        let req = ListPartitionReassignments::new([TopicPartition::new("t", 1)]).request(9);
+        assert_eq!(req.topics.unwrap()[0].partition_indexes, vec![1]);
+        assert_eq!(ListPartitionReassignments::all().request(9).topics, None);
+    }
+}
