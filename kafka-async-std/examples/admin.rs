@@ -1,0 +1,45 @@
+//! Describes the cluster and creates a topic with the async-io admin client, on smol
+//! (with the `async-std` feature, `Admin::new` and `async_std::task::block_on` do the same).
+//!
+//! `KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 cargo run -p kafka-async-std --example admin`
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use kafka_async_std::Admin;
+use kafka_core::admin::NewTopic;
+use kafka_core::config::ClientConfig;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let bootstrap =
+        std::env::var("KAFKA_BOOTSTRAP_SERVERS").unwrap_or_else(|_| "127.0.0.1:9092".into());
+    let config = ClientConfig::from_pairs([("bootstrap.servers", bootstrap.as_str())])?;
+    let admin = Admin::with_spawner(config, |task| smol::spawn(task).detach())?;
+    smol::block_on(async {
+        let cluster = admin.describe_cluster().await?;
+        println!(
+            "cluster {} (controller {})",
+            cluster.cluster_id, cluster.controller_id
+        );
+        for broker in cluster.brokers.values() {
+            println!(
+                "  broker {} at {}:{}",
+                broker.node_id, broker.host, broker.port
+            );
+        }
+
+        let stamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
+        let name = format!("example-async-std-{stamp}");
+        let created = admin.create_topics([NewTopic::new(&name, 3, 1)]).await?;
+        for (topic, result) in &created {
+            match result {
+                Ok(t) => println!(
+                    "created {topic}: id {:?}, {} partitions, replication factor {}",
+                    t.topic_id, t.partitions, t.replication_factor
+                ),
+                Err(e) => println!("could not create {topic}: {e}"),
+            }
+        }
+        created[&name].as_ref().map_err(|e| e.clone())?;
+        Ok(())
+    })
+}
