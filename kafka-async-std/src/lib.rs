@@ -100,7 +100,8 @@ impl Admin {
 
     /// Runs any admin operation, e.g. one built with non-default options:
     /// `admin.run(CreateTopics::new(topics).validate_only(true)).await`. Operations end
-    /// by their own deadline, so this returns even if no broker answers.
+    /// by their own deadline, so this returns even if no broker answers. Dropping the
+    /// future does not stop the operation: it runs to its deadline, its output unread.
     pub async fn run<O, T>(&self, op: O) -> Result<T, AdminError>
     where
         O: Operation<Output = Result<T, AdminError>>,

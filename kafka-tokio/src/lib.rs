@@ -67,7 +67,8 @@ impl std::fmt::Debug for Admin {
 
 impl Admin {
     /// Creates the admin client and spawns its driver on the current tokio runtime;
-    /// connections open on first use.
+    /// connections open on first use. The driver makes progress whenever the runtime
+    /// runs (on a current-thread runtime: while something on it is awaited).
     pub fn new(config: ClientConfig) -> Result<Admin, Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         Admin::with_runtime(config, &handle)
@@ -82,7 +83,8 @@ impl Admin {
 
     /// Runs any admin operation, e.g. one built with non-default options:
     /// `admin.run(CreateTopics::new(topics).validate_only(true)).await`. Operations end
-    /// by their own deadline, so this returns even if no broker answers.
+    /// by their own deadline, so this returns even if no broker answers. Dropping the
+    /// future does not stop the operation: it runs to its deadline, its output unread.
     pub async fn run<O, T>(&self, op: O) -> Result<T, AdminError>
     where
         O: Operation<Output = Result<T, AdminError>>,
