@@ -9,6 +9,9 @@ mod quotas;
 mod scram;
 mod tokens;
 
+#[cfg(test)]
+mod tests;
+
 pub use acl_types::*;
 pub use acls::*;
 pub use quotas::*;
