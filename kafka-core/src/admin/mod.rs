@@ -36,7 +36,6 @@ pub use groups::*;
 pub use offsets::*;
 #[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use replicas::*;
-#[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use security::*;
 pub use topics::*;
 #[allow(unused_imports, unreachable_pub)] // until the group has operations

@@ -9,7 +9,7 @@ use super::SaslError;
 
 /// The hash a SCRAM mechanism is built on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ScramHash {
+pub(crate) enum ScramHash {
     Sha256,
     Sha512,
 }
@@ -32,7 +32,7 @@ impl ScramHash {
     }
 
     /// `Hi(password, salt, i)` of RFC 5802: PBKDF2 with this HMAC, one output block.
-    pub(super) fn pbkdf2(
+    pub(crate) fn pbkdf2(
         self,
         password: &[u8],
         salt: &[u8],
@@ -79,7 +79,7 @@ pub(super) fn xor_into(a: &mut [u8], b: &[u8]) {
 
 /// Decodes standard-alphabet, padded base64; `None` on any invalid character, a
 /// length that is not a multiple of four or padding anywhere but the end.
-pub(super) fn base64_decode(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     if bytes.len() % 4 != 0 {
         return None;

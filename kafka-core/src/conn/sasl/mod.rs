@@ -16,7 +16,7 @@
 //! Any error is sticky: the client moves to a failed state and every later call fails.
 //! The core has no randomness of its own, so the SCRAM client nonce is an input.
 
-mod crypto;
+pub(crate) mod crypto;
 mod oauth;
 mod plain;
 mod scram;
