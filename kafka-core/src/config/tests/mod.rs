@@ -18,6 +18,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("client.id", "app-1", "a\nb"),
     ("client.rack", "rack-a", "r\u{7}"),
     ("request.timeout.ms", "5000", "-1"),
+    ("default.api.timeout.ms", "15000", "2147483648"),
     ("metadata.max.age.ms", "1000", "abc"),
     ("reconnect.backoff.ms", "10", "-5"),
     ("reconnect.backoff.max.ms", "2000", "1e3"),
