@@ -74,7 +74,10 @@ impl Admin {
             if let Some(out) = looper.driver.take_output(id) {
                 return out;
             }
-            let wait = looper.driver.timeout().map_or(MAX_WAIT, |t| t.min(MAX_WAIT));
+            let wait = looper
+                .driver
+                .timeout()
+                .map_or(MAX_WAIT, |t| t.min(MAX_WAIT));
             if let Err(e) = looper.poll.poll(&mut looper.events, Some(wait)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     looper.driver.core_mut().cancel_op(id.raw());

@@ -175,9 +175,12 @@ impl Driver {
             }
         }
         if event.is_error() {
-            let cause = self.socks.get(&conn).and_then(|s| s.stream.take_error().ok()?);
-            let cause = cause.map_or_else(|| "socket error".into(), |e| e.to_string());
-            return self.fail(registry, conn, &cause);
+            // Only the socket's own error counts: the event may be a stale one of the
+            // token's previous socket.
+            let error = self.socks.get(&conn).map(|s| s.stream.take_error());
+            if let Some(Ok(Some(e)) | Err(e)) = error {
+                return self.fail(registry, conn, &e.to_string());
+            }
         }
         if event.is_readable() || event.is_read_closed() {
             let Some(sock) = self.socks.get_mut(&conn) else {
@@ -212,7 +215,7 @@ impl Driver {
                     _ => {}
                 }
             }
-            self.transmit(registry);
+            let failed = self.transmit(registry);
             while let Some(event) = self.core.poll_event() {
                 match event {
                     Event::OperationDone(raw) => self.completed.push_back(raw),
@@ -224,15 +227,18 @@ impl Driver {
                     }
                 }
             }
-            if !self.core.poll_io_pending() {
+            // A failed write may have moved requests to sockets already visited.
+            if !failed && !self.core.poll_io_pending() {
                 break;
             }
         }
     }
 
     /// Pulls bytes from the core for every connected socket whose previous bytes are
-    /// written (the core keeps the rest: backpressure), and writes them.
-    fn transmit(&mut self, registry: &Registry) {
+    /// written (the core keeps the rest: backpressure), and writes them. Returns whether
+    /// a socket failed.
+    fn transmit(&mut self, registry: &Registry) -> bool {
+        let mut failed = false;
         let now = Instant::now();
         let conns: Vec<ConnId> = self.core.connections().collect();
         for conn in conns {
@@ -247,8 +253,10 @@ impl Driver {
             }
             if let Err(e) = sock.flush(registry) {
                 self.fail(registry, conn, &e.to_string());
+                failed = true;
             }
         }
+        failed
     }
 
     /// Resolves (blocking for host names) and starts a non-blocking connect.
@@ -326,7 +334,8 @@ impl Driver {
     }
 
     fn report_failure(&mut self, conn: ConnId, error: &ConnectError) {
-        self.core.handle_closed(Instant::now(), conn, &error.to_string());
+        self.core
+            .handle_closed(Instant::now(), conn, &error.to_string());
     }
 
     /// Drops a socket after an I/O failure and tells the core.

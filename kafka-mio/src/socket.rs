@@ -1,6 +1,7 @@
 //! One broker socket (non-blocking connect, buffered writes, interest tracking) and the
 //! pool of caller-chosen tokens the sockets are registered with.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -11,12 +12,13 @@ use mio::{Interest, Registry, Token};
 
 use crate::ConnectError;
 
-/// The tokens of the caller's range: fresh ones in order, freed ones reused first.
+/// The tokens of the caller's range: fresh ones in order, then freed ones, the longest
+/// freed first (a token reused at once could still see the old socket's last events).
 #[derive(Debug)]
 pub(crate) struct TokenPool {
     range: Range<usize>,
     next: usize,
-    free: Vec<usize>,
+    free: VecDeque<usize>,
 }
 
 impl TokenPool {
@@ -24,7 +26,7 @@ impl TokenPool {
         TokenPool {
             next: range.start,
             range,
-            free: Vec::new(),
+            free: VecDeque::new(),
         }
     }
 
@@ -33,12 +35,12 @@ impl TokenPool {
     }
 
     pub(crate) fn take(&mut self) -> Result<Token, ConnectError> {
-        if let Some(t) = self.free.pop() {
-            return Ok(Token(t));
-        }
         if self.next < self.range.end {
             self.next += 1;
             return Ok(Token(self.next - 1));
+        }
+        if let Some(t) = self.free.pop_front() {
+            return Ok(Token(t));
         }
         Err(ConnectError::TokensExhausted {
             start: self.range.start,
@@ -48,7 +50,7 @@ impl TokenPool {
 
     pub(crate) fn give_back(&mut self, token: Token) {
         if self.contains(token) && !self.free.contains(&token.0) {
-            self.free.push(token.0);
+            self.free.push_back(token.0);
         }
     }
 }
@@ -212,7 +214,9 @@ mod tests {
         pool.give_back(b);
         pool.give_back(b);
         pool.give_back(Token(99));
+        pool.give_back(a);
         assert_eq!(pool.take().unwrap(), Token(11));
+        assert_eq!(pool.take().unwrap(), Token(10));
         assert!(pool.take().is_err());
     }
 

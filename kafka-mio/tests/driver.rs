@@ -27,7 +27,11 @@ fn unreachable_bootstrap_finishes_with_an_error() {
     let started = Instant::now();
     let result = admin.run(DescribeCluster::new().timeout(Duration::from_millis(1500)));
     assert!(result.is_err(), "{result:?}");
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// With no token to register a socket with, every connect fails as a connection failure
@@ -50,7 +54,10 @@ fn exhausted_token_range_is_a_connection_failure() {
         if let Some(out) = driver.take_output(id) {
             break out;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "operation hangs");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "operation hangs"
+        );
         poll.poll(&mut events, driver.timeout()).expect("poll");
         for event in events.iter() {
             driver.handle_event(poll.registry(), event);
@@ -63,7 +70,9 @@ fn exhausted_token_range_is_a_connection_failure() {
     );
     assert!(!failures.is_empty());
     assert!(
-        failures.iter().all(|f| f.contains("token range 5..5 exhausted")),
+        failures
+            .iter()
+            .all(|f| f.contains("token range 5..5 exhausted")),
         "{failures:?}"
     );
 }
@@ -96,7 +105,10 @@ fn tokens_stay_in_range_and_foreign_events_are_ignored() {
         if let Some(out) = driver.take_output(id) {
             break out;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "operation hangs");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "operation hangs"
+        );
         poll.poll(&mut events, driver.timeout()).expect("poll");
         for event in events.iter() {
             if driver.owns(event.token()) {
