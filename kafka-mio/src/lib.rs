@@ -6,7 +6,9 @@
 //! spawns no threads and never blocks, with one exception: broker host names are resolved
 //! with std's blocking `ToSocketAddrs` when a connection opens (IP literals, as on most
 //! brokers' advertised listeners, resolve without any lookup). Every protocol decision
-//! is in the core; the driver only moves bytes and readiness.
+//! is in the core; the driver only moves bytes and readiness. It does enforce
+//! `socket.connection.setup.timeout.ms` on its non-blocking connects (a socket-level
+//! timer the core leaves to adapters), reporting a stalled connect as a failure.
 //!
 //! Each turn of your loop: wait with the driver's [`timeout`](Driver::timeout) (or the
 //! minimum with your own timers), hand it the events whose tokens it

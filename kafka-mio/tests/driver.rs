@@ -145,3 +145,54 @@ fn tokens_stay_in_range_and_foreign_events_are_ignored() {
     driver.shutdown(poll.registry());
     assert_eq!(driver.tokens().count(), 0);
 }
+
+/// A connect that never completes (the listener's accept queue is full, so the kernel
+/// drops our SYNs) fails after `socket.connection.setup.timeout.ms`, enforced by the
+/// driver, and the core sees a connection failure.
+#[test]
+fn stalled_connect_times_out() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    // Fill the accept queue (nobody accepts).
+    let fillers: Vec<_> = (0..512)
+        .filter_map(|_| mio::net::TcpStream::connect(addr).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut poll = Poll::new().expect("poll");
+    let mut events = Events::with_capacity(64);
+    let cfg = ClientConfig::from_pairs([
+        ("bootstrap.servers", addr.to_string().as_str()),
+        ("socket.connection.setup.timeout.ms", "300"),
+        ("socket.connection.setup.timeout.max.ms", "300"),
+    ])
+    .expect("config");
+    let mut driver = Driver::new(cfg, poll.registry(), 0..4).expect("driver");
+    let id = driver.start(DescribeCluster::new().timeout(Duration::from_millis(1500)));
+    let mut failures = Vec::new();
+    let started = Instant::now();
+    let result = loop {
+        driver.poll(poll.registry());
+        while let Some(event) = driver.poll_event() {
+            if let Event::ConnectionFailed { error, .. } = event {
+                failures.push(error.to_string());
+            }
+        }
+        if let Some(out) = driver.take_output(id) {
+            break out;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "operation hangs"
+        );
+        poll.poll(&mut events, driver.timeout()).expect("poll");
+        for event in events.iter() {
+            driver.handle_event(poll.registry(), event);
+        }
+    };
+    drop(fillers);
+    assert!(result.is_err(), "{result:?}");
+    assert!(
+        failures.iter().any(|f| f.contains("setup timed out")),
+        "{failures:?}"
+    );
+}
