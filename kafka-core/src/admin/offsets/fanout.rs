@@ -98,7 +98,12 @@ impl<P: PerLeader> FanOut<P> {
         deadline: Deadline,
     ) -> Option<BTreeMap<TopicPartition, Result<P::Value, AdminError>>> {
         self.poll_calls(cx, deadline);
+        let before = self.calls.len();
         self.poll_lookup(api, cx, deadline);
+        if self.calls.len() > before {
+            // Sends the requests the lookup just routed.
+            self.poll_calls(cx, deadline);
+        }
         if self.open.is_empty() {
             return Some(std::mem::take(&mut self.results));
         }
@@ -160,7 +165,9 @@ impl<P: PerLeader> FanOut<P> {
     fn schedule_lookup(&mut self, cx: &mut OpContext<'_>) {
         if self.lookup_at.is_none() && self.lookup.is_none() {
             self.lookups += 1;
-            self.lookup_at = Some(cx.now() + cx.retry_backoff(self.lookups));
+            let at = cx.now() + cx.retry_backoff(self.lookups);
+            self.lookup_at = Some(at);
+            cx.wake_at(at);
         }
     }
 
