@@ -364,3 +364,6 @@ macro_rules! __admin_methods_configs {
         );
     };
 }
+
+#[cfg(test)]
+mod tests;

@@ -297,3 +297,6 @@ macro_rules! __admin_methods_offsets {
         );
     };
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -393,3 +393,6 @@ macro_rules! __admin_methods_topics {
         );
     };
 }
+
+#[cfg(test)]
+mod tests;
