@@ -31,10 +31,13 @@ pub(crate) trait ConfigApi {
     fn answers(resp: Self::Response) -> Vec<(ConfigResource, Result<Self::Value, AdminError>)>;
 }
 
+/// One request and the resources it carries.
+type Sent<R> = (Vec<ConfigResource>, Call<R>);
+
 /// The requests of one config operation, one per route.
 pub(crate) struct Routed<A: ConfigApi> {
     items: BTreeMap<ConfigResource, A::Arg>,
-    calls: Option<Vec<(Vec<ConfigResource>, Call<A::Request>)>>,
+    calls: Option<Vec<Sent<A::Request>>>,
     results: BTreeMap<ConfigResource, Result<A::Value, AdminError>>,
     answered: bool,
     failure: Option<AdminError>,
@@ -114,7 +117,7 @@ impl<A: ConfigApi> Routed<A> {
     }
 
     /// Groups the resources by route, one request per group; unroutable ones fail alone.
-    fn start(&mut self, api: &A) -> Vec<(Vec<ConfigResource>, Call<A::Request>)> {
+    fn start(&mut self, api: &A) -> Vec<Sent<A::Request>> {
         let mut groups: BTreeMap<Option<i32>, Vec<(&ConfigResource, &A::Arg)>> = BTreeMap::new();
         for (resource, arg) in &self.items {
             match resource.route() {
