@@ -28,11 +28,9 @@ use std::time::{Duration, Instant};
 
 pub use call::RawRequest;
 pub(crate) use call::{Call, Deadline};
-#[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use configs::*;
 #[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use groups::*;
-#[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use offsets::*;
 #[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use replicas::*;

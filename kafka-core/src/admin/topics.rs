@@ -14,6 +14,18 @@ use crate::protocol::messages::describe_cluster::{
 };
 use crate::protocol::{KafkaCode, Uuid};
 
+mod delete;
+mod describe;
+mod key;
+mod partitions;
+
+pub use delete::DeleteTopics;
+pub use describe::{
+    DescribeTopics, ListTopics, PartitionDescription, TopicDescription, TopicListing,
+};
+pub use key::TopicKey;
+pub use partitions::{CreatePartitions, NewPartitions};
+
 /// Codes that make an item worth sending again to the (new) controller.
 pub(crate) fn controller_retriable(code: i16) -> bool {
     let code = KafkaCode(code);
@@ -354,6 +366,33 @@ macro_rules! __admin_methods_topics {
             /// Describes the cluster: id, controller and brokers.
             fn describe_cluster() -> $crate::admin::ClusterDescription
                 = $crate::admin::DescribeCluster::new();
+            /// Deletes topics by name (per-topic results); see [`DeleteTopics`](kafka_core::admin::DeleteTopics).
+            fn delete_topics(names: impl IntoIterator<Item = String>)
+                -> ::std::collections::BTreeMap<String, Result<(), $crate::admin::AdminError>>
+                = $crate::admin::DeleteTopics::new(names);
+            /// Deletes topics by topic id (per-topic results).
+            fn delete_topics_by_id(ids: impl IntoIterator<Item = $crate::protocol::Uuid>)
+                -> ::std::collections::BTreeMap<$crate::protocol::Uuid, Result<(), $crate::admin::AdminError>>
+                = $crate::admin::DeleteTopics::by_ids(ids);
+            /// Adds partitions to topics (per-topic results); see [`CreatePartitions`](kafka_core::admin::CreatePartitions).
+            fn create_partitions(topics: impl IntoIterator<Item = (String, $crate::admin::NewPartitions)>)
+                -> ::std::collections::BTreeMap<String, Result<(), $crate::admin::AdminError>>
+                = $crate::admin::CreatePartitions::new(topics);
+            /// Lists the non-internal topics: name → id and internal flag.
+            fn list_topics()
+                -> ::std::collections::BTreeMap<String, $crate::admin::TopicListing>
+                = $crate::admin::ListTopics::new();
+            /// Describes topics by name (per-topic results); see [`DescribeTopics`](kafka_core::admin::DescribeTopics).
+            fn describe_topics(names: impl IntoIterator<Item = String>)
+                -> ::std::collections::BTreeMap<String, Result<$crate::admin::TopicDescription, $crate::admin::AdminError>>
+                = $crate::admin::DescribeTopics::new(names);
+            /// Describes topics by topic id (per-topic results).
+            fn describe_topics_by_id(ids: impl IntoIterator<Item = $crate::protocol::Uuid>)
+                -> ::std::collections::BTreeMap<$crate::protocol::Uuid, Result<$crate::admin::TopicDescription, $crate::admin::AdminError>>
+                = $crate::admin::DescribeTopics::by_ids(ids);
         );
     };
 }
+
+#[cfg(test)]
+mod tests;

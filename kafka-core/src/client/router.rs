@@ -122,7 +122,18 @@ impl Client {
             Route::Any => self
                 .any_node()
                 .map_or(Target::Wait("no broker known".into()), Target::Node),
-            Route::Broker(n) => Target::Node(*n),
+            Route::Broker(n) => {
+                let known = *n < 0
+                    || self.metadata.broker(*n).is_some()
+                    || self.extra_brokers.contains_key(n);
+                if known {
+                    Target::Node(*n)
+                } else {
+                    // Not in metadata yet (e.g. a fresh client): learn the brokers first.
+                    self.request_metadata(now, []);
+                    Target::Wait(format!("broker {n} not in metadata"))
+                }
+            }
             Route::Leader { topic, partition } => match self.metadata.leader(topic, *partition) {
                 Some(n) => Target::Node(n),
                 None => {

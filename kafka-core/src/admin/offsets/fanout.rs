@@ -1,0 +1,288 @@
+//! Per-partition requests fanned out to partition leaders: one Metadata request finds
+//! the leaders, one request per leader broker carries its partitions, and partitions
+//! answered with a stale-leader or retriable error go back through a fresh Metadata
+//! lookup until the deadline.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use crate::admin::{AdminError, Call, Deadline, OpContext, TopicPartition};
+use crate::cluster::Route;
+use crate::protocol::messages::metadata::request::MetadataRequestTopic;
+use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
+use crate::protocol::{KafkaCode, Request};
+
+/// One partition's answer inside a leader's response.
+pub(crate) struct Answer<V> {
+    pub(crate) tp: TopicPartition,
+    pub(crate) error_code: i16,
+    pub(crate) value: V,
+}
+
+/// What a per-leader API needs: build a request for some partitions, read the answers.
+pub(crate) trait PerLeader {
+    /// The per-partition argument (an offset spec, a before-offset).
+    type Arg: Clone;
+    /// The request sent to each leader.
+    type Request: Request<Response = Self::Response>
+        + Clone
+        + Send
+        + Sync
+        + std::fmt::Debug
+        + 'static;
+    /// Its response.
+    type Response: Send + 'static;
+    /// The per-partition result.
+    type Value;
+
+    /// The request for `items`, all led by one broker.
+    fn request(&self, items: &[(TopicPartition, Self::Arg)], cx: &OpContext<'_>) -> Self::Request;
+
+    /// The per-partition answers in a response.
+    fn answers(resp: Self::Response) -> Vec<Answer<Self::Value>>;
+}
+
+/// Where a partition stands while it has no result.
+enum Why {
+    /// Waiting for the next Metadata lookup.
+    Lookup,
+    /// In a request to its leader.
+    Sent,
+}
+
+/// The fan-out state of one operation.
+pub(crate) struct FanOut<P: PerLeader> {
+    args: BTreeMap<TopicPartition, P::Arg>,
+    open: BTreeMap<TopicPartition, Why>,
+    lookup: Option<Call<MetadataRequest>>,
+    lookup_at: Option<Instant>,
+    lookups: u32,
+    calls: Vec<(Vec<TopicPartition>, Call<P::Request>)>,
+    results: BTreeMap<TopicPartition, Result<P::Value, AdminError>>,
+}
+
+impl<P: PerLeader> std::fmt::Debug for FanOut<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FanOut")
+            .field("partitions", &self.args.len())
+            .field("open", &self.open.len())
+            .field("calls", &self.calls.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Errors after which the partition's leader is looked up again.
+fn relookup(code: KafkaCode) -> bool {
+    code.is_retriable()
+}
+
+impl<P: PerLeader> FanOut<P> {
+    pub(crate) fn new(args: BTreeMap<TopicPartition, P::Arg>) -> Self {
+        let open = args.keys().map(|tp| (tp.clone(), Why::Lookup)).collect();
+        FanOut {
+            args,
+            open,
+            lookup: None,
+            lookup_at: None,
+            lookups: 0,
+            calls: Vec::new(),
+            results: BTreeMap::new(),
+        }
+    }
+
+    /// Advances; `Some` with one result per partition when every partition is settled.
+    pub(crate) fn poll(
+        &mut self,
+        api: &P,
+        cx: &mut OpContext<'_>,
+        deadline: Deadline,
+    ) -> Option<BTreeMap<TopicPartition, Result<P::Value, AdminError>>> {
+        self.poll_calls(cx, deadline);
+        let before = self.calls.len();
+        self.poll_lookup(api, cx, deadline);
+        if self.calls.len() > before {
+            // Sends the requests the lookup just routed.
+            self.poll_calls(cx, deadline);
+        }
+        if self.open.is_empty() {
+            return Some(std::mem::take(&mut self.results));
+        }
+        None
+    }
+
+    fn poll_calls(&mut self, cx: &mut OpContext<'_>, deadline: Deadline) {
+        let mut i = 0;
+        while i < self.calls.len() {
+            let Some(outcome) = self.calls[i].1.poll(cx, deadline) else {
+                i += 1;
+                continue;
+            };
+            let (sent, _) = self.calls.swap_remove(i);
+            let mut unanswered: BTreeSet<TopicPartition> = sent.into_iter().collect();
+            match outcome {
+                Ok(resp) => {
+                    for a in P::answers(resp) {
+                        if !unanswered.remove(&a.tp) {
+                            continue;
+                        }
+                        self.settle(cx, a);
+                    }
+                    for tp in unanswered {
+                        let e = AdminError::Protocol("partition missing from response".into());
+                        self.finish(tp, Err(e));
+                    }
+                }
+                Err(e) => {
+                    for tp in unanswered {
+                        self.finish(tp, Err(e.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    fn settle(&mut self, cx: &mut OpContext<'_>, a: Answer<P::Value>) {
+        let code = KafkaCode(a.error_code);
+        if code == KafkaCode::NONE {
+            self.finish(a.tp, Ok(a.value));
+        } else if relookup(code) {
+            cx.invalidate_leader(&a.tp.topic, a.tp.partition);
+            self.open.insert(a.tp, Why::Lookup);
+            self.schedule_lookup(cx);
+        } else {
+            let e = AdminError::check(a.error_code, None).err();
+            let e = e.unwrap_or_else(|| AdminError::Protocol("no error".into()));
+            self.finish(a.tp, Err(e));
+        }
+    }
+
+    fn finish(&mut self, tp: TopicPartition, result: Result<P::Value, AdminError>) {
+        self.open.remove(&tp);
+        self.results.insert(tp, result);
+    }
+
+    /// The next lookup after the retry backoff (the first one goes out at once).
+    fn schedule_lookup(&mut self, cx: &mut OpContext<'_>) {
+        if self.lookup_at.is_none() && self.lookup.is_none() {
+            self.lookups += 1;
+            let at = cx.now() + cx.retry_backoff(self.lookups);
+            self.lookup_at = Some(at);
+            cx.wake_at(at);
+        }
+    }
+
+    fn waiting(&self) -> impl Iterator<Item = &TopicPartition> {
+        self.open
+            .iter()
+            .filter(|(_, w)| matches!(w, Why::Lookup))
+            .map(|(tp, _)| tp)
+    }
+
+    fn poll_lookup(&mut self, api: &P, cx: &mut OpContext<'_>, deadline: Deadline) {
+        if self.lookup.is_none() {
+            if self.waiting().next().is_none() {
+                return;
+            }
+            if deadline.passed(cx) {
+                let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
+                for tp in waiting {
+                    self.finish(tp, Err(AdminError::Timeout));
+                }
+                return;
+            }
+            match self.lookup_at {
+                Some(at) if at > cx.now() => {
+                    cx.wake_at(at);
+                    return;
+                }
+                _ => self.lookup_at = None,
+            }
+            let topics: BTreeSet<&str> = self.waiting().map(|tp| tp.topic.as_str()).collect();
+            let request = MetadataRequest {
+                topics: Some(
+                    topics
+                        .into_iter()
+                        .map(|t| MetadataRequestTopic {
+                            name: Some(t.to_string()),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                allow_auto_topic_creation: false,
+                ..Default::default()
+            };
+            self.lookup = Some(Call::new(Route::Any, request));
+        }
+        let outcome = match self.lookup.as_mut().map(|c| c.poll(cx, deadline)) {
+            Some(Some(outcome)) => outcome,
+            _ => return,
+        };
+        self.lookup = None;
+        match outcome {
+            Ok(resp) => self.route(api, cx, &resp),
+            Err(e) => {
+                let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
+                for tp in waiting {
+                    self.finish(tp, Err(e.clone()));
+                }
+            }
+        }
+        if self.waiting().next().is_some() {
+            self.schedule_lookup(cx);
+            // Polls again right away: arms the wake-up, or times out what is left.
+            self.poll_lookup(api, cx, deadline);
+        }
+    }
+
+    /// Sends the waiting partitions whose leader the lookup found, one request per leader.
+    fn route(&mut self, api: &P, cx: &mut OpContext<'_>, resp: &MetadataResponse) {
+        let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, P::Arg)>> = BTreeMap::new();
+        let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
+        for tp in waiting {
+            match leader_of(resp, &tp) {
+                Ok(leader) => {
+                    let arg = self.args[&tp].clone();
+                    by_leader.entry(leader).or_default().push((tp, arg));
+                }
+                Err(e) if e.is_retriable() => {}
+                Err(e) => self.finish(tp, Err(e)),
+            }
+        }
+        for (leader, items) in by_leader {
+            let request = api.request(&items, cx);
+            let tps: Vec<TopicPartition> = items.into_iter().map(|(tp, _)| tp).collect();
+            for tp in &tps {
+                self.open.insert(tp.clone(), Why::Sent);
+            }
+            self.calls
+                .push((tps, Call::new(Route::Broker(leader), request)));
+        }
+    }
+}
+
+/// The leader of `tp` in a Metadata answer, or why there is none (retriable while the
+/// topic is being created or the partition has no leader).
+fn leader_of(resp: &MetadataResponse, tp: &TopicPartition) -> Result<i32, AdminError> {
+    let unknown = || AdminError::Kafka {
+        code: KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
+        message: None,
+    };
+    let topic = resp
+        .topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some(tp.topic.as_str()))
+        .ok_or_else(unknown)?;
+    AdminError::check(topic.error_code, None)?;
+    let p = topic
+        .partitions
+        .iter()
+        .find(|p| p.partition_index == tp.partition)
+        .ok_or_else(unknown)?;
+    if p.leader_id < 0 {
+        return Err(AdminError::Kafka {
+            code: KafkaCode::LEADER_NOT_AVAILABLE,
+            message: None,
+        });
+    }
+    Ok(p.leader_id)
+}
