@@ -17,7 +17,7 @@ pub use list::{ConsumerGroupListing, ConsumerGroupListings, ListConsumerGroups};
 pub use members::{DeleteConsumerGroups, MemberToRemove, RemoveMembersFromConsumerGroup};
 pub use offsets::{
     AlterConsumerGroupOffsets, DeleteConsumerGroupOffsets, GroupOffsets, ListConsumerGroupOffsets,
-    OffsetAndMetadata,
+    OffsetAndMetadata, PartitionResults,
 };
 
 /// The named methods of this group (see [`admin_methods!`](crate::admin_methods)).

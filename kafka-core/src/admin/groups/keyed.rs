@@ -136,12 +136,18 @@ where
     }
 }
 
+/// Outcomes by broker node id.
+pub(crate) type PerBroker<T> = BTreeMap<i32, Result<T, AdminError>>;
+
 /// The same request to every broker of the cluster (brokers from a Metadata request),
 /// with per-broker outcomes: one broker's failure says nothing about the others.
 #[derive(Debug)]
 pub(crate) struct AllBrokers<R: Request, T> {
     request: R,
     metadata: Option<Call<MetadataRequest>>,
+    /// Brokers the Metadata answer listed, until the client can route to all of them.
+    listed: Vec<i32>,
+    next_refresh: Option<std::time::Instant>,
     brokers: Option<Keyed<i32, R, T>>,
 }
 
@@ -155,6 +161,8 @@ where
         AllBrokers {
             request,
             metadata: None,
+            listed: Vec::new(),
+            next_refresh: None,
             brokers: None,
         }
     }
@@ -166,7 +174,6 @@ where
 
     /// `Some` once every broker answered or failed: per-broker results; `Err` if the
     /// brokers could not be listed.
-    #[allow(clippy::type_complexity)]
     pub(crate) fn poll(
         &mut self,
         cx: &mut OpContext<'_>,
@@ -177,8 +184,8 @@ where
             Result<R::Response, AdminError>,
             &mut OpContext<'_>,
         ) -> Step<T>,
-    ) -> Option<Result<BTreeMap<i32, Result<T, AdminError>>, AdminError>> {
-        if self.brokers.is_none() {
+    ) -> Option<Result<PerBroker<T>, AdminError>> {
+        if self.brokers.is_none() && self.listed.is_empty() {
             let call = self.metadata.get_or_insert_with(|| {
                 Call::new(
                     Route::Any,
@@ -193,17 +200,32 @@ where
                 Ok(r) => r,
                 Err(e) => return Some(Err(e)),
             };
-            let mut keyed = Keyed::new();
-            for b in &resp.brokers {
-                keyed.insert(
-                    b.node_id,
-                    Call::new(Route::Broker(b.node_id), self.request.clone()),
-                );
-            }
             if resp.brokers.is_empty() {
                 return Some(Err(AdminError::Protocol(
                     "metadata lists no brokers".into(),
                 )));
+            }
+            self.listed = resp.brokers.iter().map(|b| b.node_id).collect();
+        }
+        if self.brokers.is_none() {
+            // The client routes by node id from its own metadata: refresh it until it
+            // knows every listed broker (or the deadline passes; those then fail alone).
+            let unknown = self
+                .listed
+                .iter()
+                .any(|n| cx.metadata().broker(*n).is_none());
+            if unknown && !deadline.passed(cx) {
+                if self.next_refresh.is_none_or(|t| t <= cx.now()) {
+                    cx.request_metadata();
+                    let at = cx.now() + cx.retry_backoff(1);
+                    self.next_refresh = Some(at);
+                    cx.wake_at(at);
+                }
+                return None;
+            }
+            let mut keyed = Keyed::new();
+            for n in &self.listed {
+                keyed.insert(*n, Call::new(Route::Broker(*n), self.request.clone()));
             }
             self.brokers = Some(keyed);
         }

@@ -47,6 +47,9 @@ impl OffsetAndMetadata {
     }
 }
 
+/// Per-partition outcomes of a change.
+pub type PartitionResults = BTreeMap<TopicPartition, Result<(), AdminError>>;
+
 /// Per-partition committed offsets (`None`: nothing committed).
 pub type GroupOffsets = BTreeMap<TopicPartition, Result<Option<OffsetAndMetadata>, AdminError>>;
 
@@ -306,9 +309,7 @@ impl Operation for ListConsumerGroupOffsets {
 pub struct AlterConsumerGroupOffsets {
     group: String,
     offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
-    calls: Option<
-        Keyed<String, OffsetCommitRequest, BTreeMap<TopicPartition, Result<(), AdminError>>>,
-    >,
+    calls: Option<Keyed<String, OffsetCommitRequest, PartitionResults>>,
     unpinned: bool,
     timeout: Timeout,
 }
@@ -371,7 +372,7 @@ fn committed(
     cx: &mut OpContext<'_>,
     group: &str,
     resp: OffsetCommitResponse,
-) -> Step<BTreeMap<TopicPartition, Result<(), AdminError>>> {
+) -> Step<PartitionResults> {
     let mut out = BTreeMap::new();
     for t in resp.topics {
         for p in t.partitions {
@@ -388,7 +389,7 @@ fn committed(
 }
 
 impl Operation for AlterConsumerGroupOffsets {
-    type Output = Result<BTreeMap<TopicPartition, Result<(), AdminError>>, AdminError>;
+    type Output = Result<PartitionResults, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
@@ -440,9 +441,7 @@ impl Operation for AlterConsumerGroupOffsets {
 pub struct DeleteConsumerGroupOffsets {
     group: String,
     partitions: BTreeSet<TopicPartition>,
-    calls: Option<
-        Keyed<String, OffsetDeleteRequest, BTreeMap<TopicPartition, Result<(), AdminError>>>,
-    >,
+    calls: Option<Keyed<String, OffsetDeleteRequest, PartitionResults>>,
     timeout: Timeout,
 }
 
@@ -471,7 +470,7 @@ fn deleted(
     cx: &mut OpContext<'_>,
     group: &str,
     resp: OffsetDeleteResponse,
-) -> Step<BTreeMap<TopicPartition, Result<(), AdminError>>> {
+) -> Step<PartitionResults> {
     if let Some(step) = coordinator_step(cx, group, resp.error_code, None) {
         return step;
     }
@@ -491,7 +490,7 @@ fn deleted(
 }
 
 impl Operation for DeleteConsumerGroupOffsets {
-    type Output = Result<BTreeMap<TopicPartition, Result<(), AdminError>>, AdminError>;
+    type Output = Result<PartitionResults, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);

@@ -1,1 +1,435 @@
-//! Unit tests of the group operations.
+//! Unit tests of the group operations: assignment and offset decoding, and whole
+//! operations against scripted brokers (fan-out merging, DescribeGroups fallback,
+//! coordinator retries).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::*;
+use crate::admin::{AdminError, Operation, TopicPartition};
+use crate::client::{Client, ConnId, IoCommand};
+use crate::config::ClientConfig;
+use crate::protocol::messages::consumer_group_describe::response::DescribedGroup as NewGroup;
+use crate::protocol::messages::consumer_group_describe::ConsumerGroupDescribeResponse;
+use crate::protocol::messages::consumer_protocol_assignment::{
+    ConsumerProtocolAssignment, TopicPartition as AssignedTopic,
+};
+use crate::protocol::messages::describe_groups::response::{DescribedGroup, DescribedGroupMember};
+use crate::protocol::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
+use crate::protocol::messages::find_coordinator::response::Coordinator;
+use crate::protocol::messages::find_coordinator::{
+    FindCoordinatorRequest, FindCoordinatorResponse,
+};
+use crate::protocol::messages::list_groups::response::ListedGroup;
+use crate::protocol::messages::list_groups::ListGroupsResponse;
+use crate::protocol::messages::metadata::response::MetadataResponseBroker;
+use crate::protocol::messages::metadata::MetadataResponse;
+use crate::protocol::messages::offset_fetch::response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use crate::protocol::messages::offset_fetch::OffsetFetchResponse;
+use crate::protocol::{ApiKey, Encodable, KafkaCode, Message};
+use crate::test_support::{broker_versions, origin, parse_requests, response_frame, Seen};
+
+fn assignment_bytes(version: i16, topic: &str, partitions: &[i32]) -> Bytes {
+    let mut out = version.to_be_bytes().to_vec();
+    ConsumerProtocolAssignment {
+        assigned_partitions: vec![AssignedTopic {
+            topic: topic.into(),
+            partitions: partitions.to_vec(),
+            ..Default::default()
+        }],
+        user_data: Some(Bytes::from_static(b"ud")),
+        ..Default::default()
+    }
+    .encode(&mut out, version.min(3))
+    .unwrap();
+    Bytes::from(out)
+}
+
+fn tps(topic: &str, partitions: &[i32]) -> BTreeSet<TopicPartition> {
+    partitions
+        .iter()
+        .map(|p| TopicPartition::new(topic, *p))
+        .collect()
+}
+
+#[test]
+fn assignments_decode_at_every_version_and_reject_garbage() {
+    for v in 0..=3 {
+        assert_eq!(
+            decode_assignment(&assignment_bytes(v, "t", &[0, 2])).unwrap(),
+            tps("t", &[0, 2]),
+            "version {v}"
+        );
+    }
+    // A newer version is read as the newest known one.
+    assert_eq!(
+        decode_assignment(&assignment_bytes(7, "t", &[1])).unwrap(),
+        tps("t", &[1])
+    );
+    assert!(decode_assignment(&Bytes::new()).unwrap().is_empty());
+    for bad in [&[0u8][..], &[0xff, 0xff, 0, 0], &[0, 0, 0, 0, 0, 9]] {
+        let err = decode_assignment(&Bytes::copy_from_slice(bad)).unwrap_err();
+        assert!(matches!(err, AdminError::Protocol(_)), "{bad:?}: {err}");
+    }
+}
+
+#[test]
+fn fetched_offsets_read_both_response_shapes() {
+    let grouped = OffsetFetchResponse {
+        groups: vec![OffsetFetchResponseGroup {
+            group_id: "g".into(),
+            topics: vec![OffsetFetchResponseTopics {
+                name: "t".into(),
+                partitions: vec![
+                    OffsetFetchResponsePartitions {
+                        partition_index: 0,
+                        committed_offset: 10,
+                        committed_leader_epoch: 2,
+                        metadata: Some("m".into()),
+                        ..Default::default()
+                    },
+                    OffsetFetchResponsePartitions {
+                        partition_index: 1,
+                        committed_offset: -1,
+                        committed_leader_epoch: -1,
+                        ..Default::default()
+                    },
+                    OffsetFetchResponsePartitions {
+                        partition_index: 2,
+                        error_code: KafkaCode::UNKNOWN_TOPIC_OR_PARTITION.0,
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let (code, offsets) = offsets::fetched_offsets("g", grouped);
+    assert_eq!(code, 0);
+    assert_eq!(
+        offsets[&TopicPartition::new("t", 0)],
+        Ok(Some(OffsetAndMetadata {
+            offset: 10,
+            leader_epoch: Some(2),
+            metadata: "m".into()
+        }))
+    );
+    assert_eq!(offsets[&TopicPartition::new("t", 1)], Ok(None));
+    assert_eq!(
+        offsets[&TopicPartition::new("t", 2)]
+            .as_ref()
+            .unwrap_err()
+            .code(),
+        Some(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION)
+    );
+
+    let legacy = OffsetFetchResponse {
+        error_code: KafkaCode::COORDINATOR_LOAD_IN_PROGRESS.0,
+        topics: vec![OffsetFetchResponseTopic {
+            name: "t".into(),
+            partitions: vec![OffsetFetchResponsePartition {
+                partition_index: 3,
+                committed_offset: 4,
+                committed_leader_epoch: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let (code, offsets) = offsets::fetched_offsets("g", legacy);
+    assert_eq!(code, KafkaCode::COORDINATOR_LOAD_IN_PROGRESS.0);
+    assert_eq!(
+        offsets[&TopicPartition::new("t", 3)],
+        Ok(Some(OffsetAndMetadata::new(4)))
+    );
+}
+
+#[test]
+fn classic_groups_of_other_protocols_are_not_consumer_groups() {
+    let connect = DescribedGroup {
+        group_id: "c".into(),
+        protocol_type: "connect".into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        describe::from_classic(connect, None, false),
+        Err(AdminError::Invalid(_))
+    ));
+    let simple = DescribedGroup {
+        group_id: "s".into(),
+        group_state: "Empty".into(),
+        ..Default::default()
+    };
+    let d = describe::from_classic(simple, Some(3), false).unwrap();
+    assert!(d.is_simple_consumer_group);
+    assert_eq!((d.coordinator, d.group_type.as_str()), (Some(3), "classic"));
+}
+
+/// Brokers `b1` (node 1) and `b2` (node 2) behind bootstrap `boot`, scripted by a closure
+/// that answers every request but ApiVersions; time moves when nothing is written.
+struct Cluster {
+    client: Client,
+    now: Instant,
+    open: BTreeMap<ConnId, String>,
+}
+
+impl Cluster {
+    fn new() -> Self {
+        let config = ClientConfig::from_pairs([
+            ("bootstrap.servers", "boot:9092"),
+            ("default.api.timeout.ms", "5000"),
+        ])
+        .unwrap();
+        Cluster {
+            client: Client::new(config, [7; 32]).unwrap(),
+            now: origin(),
+            open: BTreeMap::new(),
+        }
+    }
+
+    fn run<O: Operation>(
+        &mut self,
+        op: O,
+        mut answer: impl FnMut(&str, &Seen) -> Vec<u8>,
+    ) -> O::Output {
+        let id = self.client.start_op(self.now, op);
+        for _ in 0..500 {
+            if let Some(out) = self.client.take_op_output(id) {
+                return out;
+            }
+            while let Some(cmd) = self.client.poll_io() {
+                match cmd {
+                    IoCommand::Connect { conn, host, .. } => {
+                        self.open.insert(conn, host);
+                        self.client.handle_connected(self.now, conn);
+                    }
+                    IoCommand::Close { conn } => {
+                        self.open.remove(&conn);
+                    }
+                }
+            }
+            let mut wrote = false;
+            let conns: Vec<(ConnId, String)> =
+                self.open.iter().map(|(c, h)| (*c, h.clone())).collect();
+            for (conn, host) in conns {
+                let mut out = Vec::new();
+                self.client.poll_transmit(self.now, conn, &mut out);
+                for seen in parse_requests(out) {
+                    wrote = true;
+                    let frame = if seen.api() == ApiKey::ApiVersions {
+                        reply(&seen, &broker_versions())
+                    } else {
+                        answer(&host, &seen)
+                    };
+                    self.client.handle_received(self.now, conn, &frame);
+                }
+            }
+            if !wrote {
+                self.now += Duration::from_millis(50);
+                self.client.handle_timeout(self.now);
+            }
+        }
+        panic!("operation did not finish");
+    }
+}
+
+fn reply<M: Message>(to: &Seen, body: &M) -> Vec<u8> {
+    response_frame(to, body, to.version())
+}
+
+fn two_brokers() -> MetadataResponse {
+    MetadataResponse {
+        brokers: [(1, "b1"), (2, "b2")]
+            .into_iter()
+            .map(|(id, host)| MetadataResponseBroker {
+                node_id: id,
+                host: host.into(),
+                port: 9092,
+                ..Default::default()
+            })
+            .collect(),
+        controller_id: 1,
+        ..Default::default()
+    }
+}
+
+/// FindCoordinator answer: every key on node 1.
+fn coordinator_b1(seen: &Seen) -> Vec<u8> {
+    let req: FindCoordinatorRequest = seen.decode();
+    reply(
+        seen,
+        &FindCoordinatorResponse {
+            coordinators: req
+                .coordinator_keys
+                .iter()
+                .map(|k| Coordinator {
+                    key: k.clone(),
+                    node_id: 1,
+                    host: "b1".into(),
+                    port: 9092,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+    )
+}
+
+fn listed(id: &str, protocol_type: &str) -> ListedGroup {
+    ListedGroup {
+        group_id: id.into(),
+        protocol_type: protocol_type.into(),
+        group_state: "Stable".into(),
+        group_type: "classic".into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn list_merges_brokers_and_reports_a_failed_one() {
+    let mut cluster = Cluster::new();
+    let mut loading = true;
+    let out = cluster.run(ListConsumerGroups::new(), |host, seen| match seen.api() {
+        ApiKey::Metadata => reply(seen, &two_brokers()),
+        ApiKey::ListGroups if host == "b1" && loading => {
+            // The coordinator is still loading: asked again after a backoff.
+            loading = false;
+            reply(
+                seen,
+                &ListGroupsResponse {
+                    error_code: KafkaCode::COORDINATOR_LOAD_IN_PROGRESS.0,
+                    ..Default::default()
+                },
+            )
+        }
+        ApiKey::ListGroups if host == "b1" => reply(
+            seen,
+            &ListGroupsResponse {
+                groups: vec![
+                    listed("a", "consumer"),
+                    listed("simple", ""),
+                    listed("sink", "connect"),
+                ],
+                ..Default::default()
+            },
+        ),
+        ApiKey::ListGroups => reply(
+            seen,
+            &ListGroupsResponse {
+                error_code: KafkaCode::CLUSTER_AUTHORIZATION_FAILED.0,
+                ..Default::default()
+            },
+        ),
+        other => panic!("unexpected {other:?}"),
+    });
+    let out = out.unwrap();
+    assert!(!loading);
+    assert_eq!(
+        out.groups.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["a", "simple"]
+    );
+    assert!(out.groups["simple"].is_simple_consumer_group());
+    assert_eq!(out.groups["a"].state.as_deref(), Some("Stable"));
+    assert_eq!(out.errors.len(), 1, "{out:?}");
+    assert_eq!(
+        out.errors[&2].code(),
+        Some(KafkaCode::CLUSTER_AUTHORIZATION_FAILED)
+    );
+}
+
+#[test]
+fn describe_falls_back_to_describe_groups_and_retries_a_loading_coordinator() {
+    let mut cluster = Cluster::new();
+    let mut describe_groups_seen = 0;
+    let out = cluster.run(
+        DescribeConsumerGroups::new(["classic", "modern"]),
+        |_, seen| match seen.api() {
+            ApiKey::Metadata => reply(seen, &two_brokers()),
+            ApiKey::FindCoordinator => coordinator_b1(seen),
+            ApiKey::ConsumerGroupDescribe => {
+                let req: crate::protocol::messages::consumer_group_describe::ConsumerGroupDescribeRequest =
+                    seen.decode();
+                let id = req.group_ids[0].clone();
+                let group = if id == "modern" {
+                    NewGroup {
+                        group_id: id,
+                        group_state: "Stable".into(),
+                        group_epoch: 4,
+                        assignment_epoch: 4,
+                        assignor_name: "uniform".into(),
+                        ..Default::default()
+                    }
+                } else {
+                    NewGroup {
+                        group_id: id,
+                        error_code: KafkaCode::GROUP_ID_NOT_FOUND.0,
+                        ..Default::default()
+                    }
+                };
+                reply(
+                    seen,
+                    &ConsumerGroupDescribeResponse {
+                        groups: vec![group],
+                        ..Default::default()
+                    },
+                )
+            }
+            ApiKey::DescribeGroups => {
+                let req: DescribeGroupsRequest = seen.decode();
+                assert_eq!(req.groups, ["classic"]);
+                describe_groups_seen += 1;
+                let group = if describe_groups_seen == 1 {
+                    DescribedGroup {
+                        group_id: "classic".into(),
+                        error_code: KafkaCode::COORDINATOR_LOAD_IN_PROGRESS.0,
+                        ..Default::default()
+                    }
+                } else {
+                    DescribedGroup {
+                        group_id: "classic".into(),
+                        group_state: "Stable".into(),
+                        protocol_type: "consumer".into(),
+                        protocol_data: "range".into(),
+                        members: vec![DescribedGroupMember {
+                            member_id: "m1".into(),
+                            group_instance_id: Some("i1".into()),
+                            client_id: "c".into(),
+                            client_host: "/10.0.0.1".into(),
+                            member_assignment: assignment_bytes(1, "t", &[0, 1]),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }
+                };
+                reply(
+                    seen,
+                    &DescribeGroupsResponse {
+                        groups: vec![group],
+                        ..Default::default()
+                    },
+                )
+            }
+            other => panic!("unexpected {other:?}"),
+        },
+    );
+    let out = out.unwrap();
+    assert_eq!(describe_groups_seen, 2);
+    let classic = out["classic"].as_ref().unwrap();
+    assert_eq!(classic.group_type, "classic");
+    assert_eq!(classic.coordinator, Some(1));
+    assert_eq!(classic.partition_assignor, "range");
+    assert_eq!(classic.members[0].assignment, tps("t", &[0, 1]));
+    assert_eq!(classic.members[0].group_instance_id.as_deref(), Some("i1"));
+    let modern = out["modern"].as_ref().unwrap();
+    assert_eq!(modern.group_type, "consumer");
+    assert_eq!(modern.group_epoch, Some(4));
+    assert_eq!(modern.partition_assignor, "uniform");
+}
