@@ -2,6 +2,7 @@
 //! offsets; remove members.
 
 mod describe;
+mod fetch;
 pub(crate) mod keyed;
 mod list;
 mod members;
@@ -13,11 +14,12 @@ mod tests;
 pub use describe::{
     decode_assignment, ConsumerGroupDescription, DescribeConsumerGroups, MemberDescription,
 };
+pub use fetch::ListConsumerGroupOffsets;
 pub use list::{ConsumerGroupListing, ConsumerGroupListings, ListConsumerGroups};
 pub use members::{DeleteConsumerGroups, MemberToRemove, RemoveMembersFromConsumerGroup};
 pub use offsets::{
-    AlterConsumerGroupOffsets, DeleteConsumerGroupOffsets, GroupOffsets, ListConsumerGroupOffsets,
-    OffsetAndMetadata, PartitionResults,
+    AlterConsumerGroupOffsets, DeleteConsumerGroupOffsets, GroupOffsets, OffsetAndMetadata,
+    PartitionResults,
 };
 
 /// The named methods of this group (see [`admin_methods!`](crate::admin_methods)).

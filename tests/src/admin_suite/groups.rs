@@ -463,6 +463,14 @@ pub fn group_offsets_alter_list_delete<D: Driver>() {
     assert!(!filtered.contains_key(&p0));
     assert!(matches!(&filtered[&p9], Ok(None) | Err(_)), "{filtered:?}");
     assert_eq!(both[&other].as_ref().map(|m| m.len()), Ok(0), "{both:?}");
+    // Both coordinators are known now: the same query goes out as one batched request.
+    let again = admin
+        .run(ListConsumerGroupOffsets::groups([
+            (group.clone(), Some(vec![p1.clone(), p9.clone()])),
+            (other.clone(), None),
+        ]))
+        .expect("batched list of two groups");
+    assert_eq!(again, both);
 
     let deleted = admin
         .run(DeleteConsumerGroupOffsets::new(&group, [p0.clone()]))

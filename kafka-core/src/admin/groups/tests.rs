@@ -111,7 +111,7 @@ fn fetched_offsets_read_both_response_shapes() {
         }],
         ..Default::default()
     };
-    let (code, offsets) = offsets::fetched_offsets("g", grouped);
+    let (code, offsets) = fetch::fetched_offsets("g", grouped);
     assert_eq!(code, 0);
     assert_eq!(
         offsets[&TopicPartition::new("t", 0)],
@@ -144,7 +144,7 @@ fn fetched_offsets_read_both_response_shapes() {
         }],
         ..Default::default()
     };
-    let (code, offsets) = offsets::fetched_offsets("g", legacy);
+    let (code, offsets) = fetch::fetched_offsets("g", legacy);
     assert_eq!(code, KafkaCode::COORDINATOR_LOAD_IN_PROGRESS.0);
     assert_eq!(
         offsets[&TopicPartition::new("t", 3)],
@@ -432,4 +432,87 @@ fn describe_falls_back_to_describe_groups_and_retries_a_loading_coordinator() {
     assert_eq!(modern.group_type, "consumer");
     assert_eq!(modern.group_epoch, Some(4));
     assert_eq!(modern.partition_assignor, "uniform");
+}
+
+fn offsets_answer(seen: &Seen, moved: &[&str]) -> (Vec<String>, Vec<u8>) {
+    let req: crate::protocol::messages::offset_fetch::OffsetFetchRequest = seen.decode();
+    let ids: Vec<String> = req.groups.iter().map(|g| g.group_id.clone()).collect();
+    let groups = ids
+        .iter()
+        .map(|g| OffsetFetchResponseGroup {
+            group_id: g.clone(),
+            error_code: if moved.contains(&g.as_str()) {
+                KafkaCode::NOT_COORDINATOR.0
+            } else {
+                0
+            },
+            topics: vec![OffsetFetchResponseTopics {
+                name: format!("topic-of-{g}"),
+                partitions: vec![OffsetFetchResponsePartitions {
+                    partition_index: 0,
+                    committed_offset: 42,
+                    committed_leader_epoch: -1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+        .collect();
+    let frame = reply(
+        seen,
+        &OffsetFetchResponse {
+            groups,
+            ..Default::default()
+        },
+    );
+    (ids, frame)
+}
+
+#[test]
+fn offsets_of_groups_with_known_coordinators_go_in_one_request() {
+    let mut cluster = Cluster::new();
+    let op = || ListConsumerGroupOffsets::groups([("g1", None), ("g2", None)]);
+    let mut fetches: Vec<Vec<String>> = Vec::new();
+    let first = cluster.run(op(), |_, seen| match seen.api() {
+        ApiKey::Metadata => reply(seen, &two_brokers()),
+        ApiKey::FindCoordinator => coordinator_b1(seen),
+        ApiKey::OffsetFetch => {
+            assert_eq!(seen.version(), 9, "topic names need v9 at most");
+            let (ids, frame) = offsets_answer(seen, &[]);
+            fetches.push(ids);
+            frame
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    assert_eq!(first.unwrap().len(), 2);
+    // Coordinators unknown: one request per group.
+    assert_eq!(fetches, [vec!["g1".to_string()], vec!["g2".to_string()]]);
+
+    fetches.clear();
+    let second = cluster.run(op(), |_, seen| match seen.api() {
+        ApiKey::Metadata => reply(seen, &two_brokers()),
+        ApiKey::FindCoordinator => coordinator_b1(seen),
+        ApiKey::OffsetFetch => {
+            // g2's coordinator moved in the batch: it is asked again on its own.
+            let moved: &[&str] = if fetches.is_empty() { &["g2"] } else { &[] };
+            let (ids, frame) = offsets_answer(seen, moved);
+            fetches.push(ids);
+            frame
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    assert_eq!(
+        fetches,
+        [
+            vec!["g1".to_string(), "g2".to_string()],
+            vec!["g2".to_string()]
+        ]
+    );
+    let second = second.unwrap();
+    for g in ["g1", "g2"] {
+        let offsets = second[g].as_ref().unwrap();
+        let tp = TopicPartition::new(format!("topic-of-{g}"), 0);
+        assert_eq!(offsets[&tp], Ok(Some(OffsetAndMetadata::new(42))), "{g}");
+    }
 }
