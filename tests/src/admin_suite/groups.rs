@@ -285,6 +285,17 @@ pub fn consumer_group_list_describe_delete<D: Driver>() {
     let err = described[&missing].as_ref().expect_err("unknown group");
     assert_eq!(err.code(), Some(KafkaCode::GROUP_ID_NOT_FOUND), "{err}");
 
+    // Offsets of a group with members are theirs to commit.
+    let tp0 = TopicPartition::new(&topic, 0);
+    let refused = admin
+        .run(
+            AlterConsumerGroupOffsets::new(&group, [(tp0.clone(), OffsetAndMetadata::new(1))])
+                .timeout(Duration::from_secs(10)),
+        )
+        .expect("alter call");
+    let err = refused[&tp0].as_ref().expect_err("group has a member");
+    assert_eq!(err.code(), Some(KafkaCode::UNKNOWN_MEMBER_ID), "{err}");
+
     let deleted = admin
         .run(DeleteConsumerGroups::new([group.clone()]))
         .expect("delete call");

@@ -16,6 +16,7 @@ use crate::protocol::messages::offset_delete::request::{
     OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
 use crate::protocol::messages::offset_delete::{OffsetDeleteRequest, OffsetDeleteResponse};
+use crate::protocol::KafkaCode;
 
 /// The newest OffsetFetch / OffsetCommit version that names topics (v10 wants ids).
 pub(super) const BY_NAME: i16 = 9;
@@ -133,6 +134,13 @@ fn committed(
         for p in t.partitions {
             if let Some(step) = coordinator_step(cx, group, p.error_code, None) {
                 return step;
+            }
+            if KafkaCode(p.error_code) == KafkaCode::REBALANCE_IN_PROGRESS {
+                // The group is rebalancing (members joining): asked again after a backoff.
+                return Step::Retry(AdminError::Kafka {
+                    code: KafkaCode(p.error_code),
+                    message: None,
+                });
             }
             out.insert(
                 TopicPartition::new(t.name.clone(), p.partition_index),
