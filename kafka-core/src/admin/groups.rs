@@ -9,6 +9,8 @@ mod members;
 mod offsets;
 
 #[cfg(test)]
+pub(crate) mod scripted;
+#[cfg(test)]
 mod tests;
 
 pub use describe::{

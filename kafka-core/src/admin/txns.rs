@@ -20,6 +20,9 @@ use crate::protocol::messages::list_transactions::{
 };
 use crate::protocol::KafkaCode;
 
+#[cfg(test)]
+mod tests;
+
 /// An active producer of a partition, as its leader tracks it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerState {
@@ -334,6 +337,12 @@ impl ListTransactions {
     pub fn running_longer_than(mut self, d: Duration) -> Self {
         self.fanout.request_mut().duration_filter =
             i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// Only transactional ids matching this regular expression (ListTransactions v2+).
+    pub fn transactional_id_pattern(mut self, pattern: impl Into<String>) -> Self {
+        self.fanout.request_mut().transactional_id_pattern = Some(pattern.into());
         self
     }
 

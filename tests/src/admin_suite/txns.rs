@@ -274,6 +274,13 @@ pub fn describe_and_list_open_transaction<D: Driver>() {
         )
         .expect("filtered list");
     assert_eq!(ongoing.transactions.keys().collect::<Vec<_>>(), vec![&txn]);
+    let by_pattern = admin
+        .run(ListTransactions::new().transactional_id_pattern(format!("^{txn}$")))
+        .expect("pattern-filtered list");
+    assert_eq!(
+        by_pattern.transactions.keys().collect::<Vec<_>>(),
+        vec![&txn]
+    );
     let aborted = admin
         .run(ListTransactions::new().states(["CompleteAbort"]))
         .expect("filtered list");

@@ -2,15 +2,13 @@
 //! operations against scripted brokers (fan-out merging, DescribeGroups fallback,
 //! coordinator retries).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::collections::BTreeSet;
 
 use bytes::Bytes;
 
+use super::scripted::{coordinator_b1, reply, two_brokers, Cluster};
 use super::*;
-use crate::admin::{AdminError, Operation, TopicPartition};
-use crate::client::{Client, ConnId, IoCommand};
-use crate::config::ClientConfig;
+use crate::admin::{AdminError, TopicPartition};
 use crate::protocol::messages::consumer_group_describe::response::DescribedGroup as NewGroup;
 use crate::protocol::messages::consumer_group_describe::ConsumerGroupDescribeResponse;
 use crate::protocol::messages::consumer_protocol_assignment::{
@@ -18,21 +16,15 @@ use crate::protocol::messages::consumer_protocol_assignment::{
 };
 use crate::protocol::messages::describe_groups::response::{DescribedGroup, DescribedGroupMember};
 use crate::protocol::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
-use crate::protocol::messages::find_coordinator::response::Coordinator;
-use crate::protocol::messages::find_coordinator::{
-    FindCoordinatorRequest, FindCoordinatorResponse,
-};
 use crate::protocol::messages::list_groups::response::ListedGroup;
 use crate::protocol::messages::list_groups::ListGroupsResponse;
-use crate::protocol::messages::metadata::response::MetadataResponseBroker;
-use crate::protocol::messages::metadata::MetadataResponse;
 use crate::protocol::messages::offset_fetch::response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use crate::protocol::messages::offset_fetch::OffsetFetchResponse;
-use crate::protocol::{ApiKey, Encodable, KafkaCode, Message};
-use crate::test_support::{broker_versions, origin, parse_requests, response_frame, Seen};
+use crate::protocol::{ApiKey, Encodable, KafkaCode};
+use crate::test_support::Seen;
 
 fn assignment_bytes(version: i16, topic: &str, partitions: &[i32]) -> Bytes {
     let mut out = version.to_be_bytes().to_vec();
@@ -171,116 +163,6 @@ fn classic_groups_of_other_protocols_are_not_consumer_groups() {
     let d = describe::from_classic(simple, Some(3), false).unwrap();
     assert!(d.is_simple_consumer_group);
     assert_eq!((d.coordinator, d.group_type.as_str()), (Some(3), "classic"));
-}
-
-/// Brokers `b1` (node 1) and `b2` (node 2) behind bootstrap `boot`, scripted by a closure
-/// that answers every request but ApiVersions; time moves when nothing is written.
-struct Cluster {
-    client: Client,
-    now: Instant,
-    open: BTreeMap<ConnId, String>,
-}
-
-impl Cluster {
-    fn new() -> Self {
-        let config = ClientConfig::from_pairs([
-            ("bootstrap.servers", "boot:9092"),
-            ("default.api.timeout.ms", "5000"),
-        ])
-        .unwrap();
-        Cluster {
-            client: Client::new(config, [7; 32]).unwrap(),
-            now: origin(),
-            open: BTreeMap::new(),
-        }
-    }
-
-    fn run<O: Operation>(
-        &mut self,
-        op: O,
-        mut answer: impl FnMut(&str, &Seen) -> Vec<u8>,
-    ) -> O::Output {
-        let id = self.client.start_op(self.now, op);
-        for _ in 0..500 {
-            if let Some(out) = self.client.take_op_output(id) {
-                return out;
-            }
-            while let Some(cmd) = self.client.poll_io() {
-                match cmd {
-                    IoCommand::Connect { conn, host, .. } => {
-                        self.open.insert(conn, host);
-                        self.client.handle_connected(self.now, conn);
-                    }
-                    IoCommand::Close { conn } => {
-                        self.open.remove(&conn);
-                    }
-                }
-            }
-            let mut wrote = false;
-            let conns: Vec<(ConnId, String)> =
-                self.open.iter().map(|(c, h)| (*c, h.clone())).collect();
-            for (conn, host) in conns {
-                let mut out = Vec::new();
-                self.client.poll_transmit(self.now, conn, &mut out);
-                for seen in parse_requests(out) {
-                    wrote = true;
-                    let frame = if seen.api() == ApiKey::ApiVersions {
-                        reply(&seen, &broker_versions())
-                    } else {
-                        answer(&host, &seen)
-                    };
-                    self.client.handle_received(self.now, conn, &frame);
-                }
-            }
-            if !wrote {
-                self.now += Duration::from_millis(50);
-                self.client.handle_timeout(self.now);
-            }
-        }
-        panic!("operation did not finish");
-    }
-}
-
-fn reply<M: Message>(to: &Seen, body: &M) -> Vec<u8> {
-    response_frame(to, body, to.version())
-}
-
-fn two_brokers() -> MetadataResponse {
-    MetadataResponse {
-        brokers: [(1, "b1"), (2, "b2")]
-            .into_iter()
-            .map(|(id, host)| MetadataResponseBroker {
-                node_id: id,
-                host: host.into(),
-                port: 9092,
-                ..Default::default()
-            })
-            .collect(),
-        controller_id: 1,
-        ..Default::default()
-    }
-}
-
-/// FindCoordinator answer: every key on node 1.
-fn coordinator_b1(seen: &Seen) -> Vec<u8> {
-    let req: FindCoordinatorRequest = seen.decode();
-    reply(
-        seen,
-        &FindCoordinatorResponse {
-            coordinators: req
-                .coordinator_keys
-                .iter()
-                .map(|k| Coordinator {
-                    key: k.clone(),
-                    node_id: 1,
-                    host: "b1".into(),
-                    port: 9092,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        },
-    )
 }
 
 fn listed(id: &str, protocol_type: &str) -> ListedGroup {
