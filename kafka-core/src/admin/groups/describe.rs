@@ -182,7 +182,8 @@ pub(crate) fn from_classic(
 
 /// Describes consumer groups, each on its coordinator: ConsumerGroupDescribe first (for
 /// KIP-848 `consumer` groups), then DescribeGroups for groups it does not know
-/// (GROUP_ID_NOT_FOUND: a classic group) or when the broker lacks the API. Per-group
+/// (GROUP_ID_NOT_FOUND: a classic group; UNSUPPORTED_VERSION) or when the broker lacks
+/// the API. Per-group
 /// results; an unknown group fails with GROUP_ID_NOT_FOUND.
 #[derive(Debug)]
 pub struct DescribeConsumerGroups {
@@ -284,7 +285,9 @@ impl Operation for DescribeConsumerGroups {
             {
                 return step;
             }
-            if KafkaCode(g.error_code) == KafkaCode::GROUP_ID_NOT_FOUND {
+            let code = KafkaCode(g.error_code);
+            // Not a `consumer` group (or the broker lacks them): maybe a classic one.
+            if code == KafkaCode::GROUP_ID_NOT_FOUND || code == KafkaCode::UNSUPPORTED_VERSION {
                 fallback.push(group.clone());
                 return Step::Done(Err(AdminError::Timeout));
             }
