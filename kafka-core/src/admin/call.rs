@@ -33,6 +33,7 @@ pub(super) fn retriable(e: &RequestError) -> bool {
 pub(crate) struct Call<R: Request> {
     route: Route,
     request: R,
+    version: Option<i16>,
     id: Option<RequestId<R>>,
     retry_at: Option<Instant>,
     attempts: u32,
@@ -47,6 +48,7 @@ where
         Call {
             route,
             request,
+            version: None,
             id: None,
             retry_at: None,
             attempts: 0,
@@ -87,7 +89,11 @@ where
                 Some(at) if at > cx.now() => cx.wake_at(at),
                 _ => {
                     self.retry_at = None;
-                    self.id = Some(cx.send(self.route.clone(), self.request.clone()));
+                    let (route, request) = (self.route.clone(), self.request.clone());
+                    self.id = Some(match self.version {
+                        Some(v) => cx.send_version(route, request, v),
+                        None => cx.send(route, request),
+                    });
                 }
             }
         }
@@ -108,6 +114,12 @@ where
     /// The request, to narrow it before a retry (e.g. to the items that failed).
     pub(crate) fn request_mut(&mut self) -> &mut R {
         &mut self.request
+    }
+
+    /// Pins the version of the next attempts (`None`: the highest both sides support),
+    /// for requests whose newest versions need data the caller lacks (e.g. topic ids).
+    pub(crate) fn set_version(&mut self, version: Option<i16>) {
+        self.version = version;
     }
 
     /// Changes where the next attempt goes.
@@ -141,6 +153,12 @@ where
     /// Overrides `default.api.timeout.ms`.
     pub fn timeout(mut self, limit: std::time::Duration) -> Self {
         self.timeout.set(limit);
+        self
+    }
+
+    /// Sends at this version instead of the highest both sides support.
+    pub fn version(mut self, version: i16) -> Self {
+        self.call.set_version(Some(version));
         self
     }
 }

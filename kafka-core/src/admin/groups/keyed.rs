@@ -1,0 +1,239 @@
+//! Shared machinery of the group and transaction operations: one [`Call`] per item (a
+//! group, a transactional id, a partition), each with its own retries, and fan-out to
+//! every broker of the cluster.
+
+use std::collections::BTreeMap;
+
+use crate::admin::{AdminError, Call, Deadline, OpContext};
+use crate::cluster::Route;
+use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
+use crate::protocol::{KafkaCode, Request};
+
+/// What to do with an item after its call answered.
+#[derive(Debug)]
+pub(crate) enum Step<T> {
+    /// The item is settled.
+    Done(Result<T, AdminError>),
+    /// Send again after the retry backoff; `Err` with this error once the deadline passed.
+    Retry(AdminError),
+    /// Send again now (the handler changed the request or its version).
+    Resend,
+}
+
+/// Whether a group-coordinator error code means "ask (the new) coordinator again".
+pub(crate) fn coordinator_retriable(code: KafkaCode) -> bool {
+    code == KafkaCode::NOT_COORDINATOR
+        || code == KafkaCode::COORDINATOR_NOT_AVAILABLE
+        || code == KafkaCode::COORDINATOR_LOAD_IN_PROGRESS
+}
+
+/// Handles a coordinator error of `key` (forgetting a moved coordinator): `Some(Retry)`
+/// for the retriable ones, `None` for any other code.
+pub(crate) fn coordinator_step<T>(
+    cx: &mut OpContext<'_>,
+    key: &str,
+    code: i16,
+    message: Option<&str>,
+) -> Option<Step<T>> {
+    let code = KafkaCode(code);
+    if !coordinator_retriable(code) {
+        return None;
+    }
+    if code != KafkaCode::COORDINATOR_LOAD_IN_PROGRESS {
+        cx.invalidate_coordinator(key);
+    }
+    Some(Step::Retry(AdminError::Kafka {
+        code,
+        message: message.map(str::to_owned),
+    }))
+}
+
+/// One call per key, each retried on its own; results gathered by key.
+#[derive(Debug)]
+pub(crate) struct Keyed<K, R: Request, T> {
+    calls: BTreeMap<K, Call<R>>,
+    results: BTreeMap<K, Result<T, AdminError>>,
+}
+
+impl<K, R, T> Keyed<K, R, T>
+where
+    K: Ord + Clone,
+    R: Request + Clone + Send + Sync + 'static,
+    R::Response: Send + 'static,
+{
+    /// No calls yet.
+    pub(crate) fn new() -> Self {
+        Keyed {
+            calls: BTreeMap::new(),
+            results: BTreeMap::new(),
+        }
+    }
+
+    /// Adds the call of `key`.
+    pub(crate) fn insert(&mut self, key: K, call: Call<R>) {
+        self.calls.insert(key, call);
+    }
+
+    /// Settles `key` without a call.
+    pub(crate) fn settle(&mut self, key: K, result: Result<T, AdminError>) {
+        self.calls.remove(&key);
+        self.results.insert(key, result);
+    }
+
+    /// Polls every call; `handle` decides about each answer (a response or the call's
+    /// failure). True once every key is settled.
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        deadline: Deadline,
+        mut handle: impl FnMut(
+            &K,
+            &mut Call<R>,
+            Result<R::Response, AdminError>,
+            &mut OpContext<'_>,
+        ) -> Step<T>,
+    ) -> bool {
+        let keys: Vec<K> = self.calls.keys().cloned().collect();
+        for key in keys {
+            let Some(call) = self.calls.get_mut(&key) else {
+                continue;
+            };
+            // Bounded: a handler that keeps asking to resend is cut off.
+            for _ in 0..8 {
+                let Some(outcome) = call.poll(cx, deadline) else {
+                    break;
+                };
+                match handle(&key, call, outcome, cx) {
+                    Step::Done(result) => {
+                        self.calls.remove(&key);
+                        self.results.insert(key.clone(), result);
+                        break;
+                    }
+                    Step::Retry(e) if deadline.passed(cx) => {
+                        self.calls.remove(&key);
+                        self.results.insert(key.clone(), Err(e));
+                        break;
+                    }
+                    Step::Retry(_) => {
+                        call.retry(cx);
+                        break;
+                    }
+                    Step::Resend => {}
+                }
+            }
+        }
+        self.calls.is_empty()
+    }
+
+    /// Whether every key is settled.
+    pub(crate) fn is_done(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// The results so far (all of them once [`Keyed::is_done`]).
+    pub(crate) fn take_results(&mut self) -> BTreeMap<K, Result<T, AdminError>> {
+        std::mem::take(&mut self.results)
+    }
+}
+
+/// Outcomes by broker node id.
+pub(crate) type PerBroker<T> = BTreeMap<i32, Result<T, AdminError>>;
+
+/// The same request to every broker of the cluster (brokers from a Metadata request),
+/// with per-broker outcomes: one broker's failure says nothing about the others.
+#[derive(Debug)]
+pub(crate) struct AllBrokers<R: Request, T> {
+    request: R,
+    metadata: Option<Call<MetadataRequest>>,
+    /// Brokers the Metadata answer listed, until the client can route to all of them.
+    listed: Vec<i32>,
+    next_refresh: Option<std::time::Instant>,
+    brokers: Option<Keyed<i32, R, T>>,
+}
+
+impl<R, T> AllBrokers<R, T>
+where
+    R: Request + Clone + Send + Sync + 'static,
+    R::Response: Send + 'static,
+{
+    /// `request` to every broker.
+    pub(crate) fn new(request: R) -> Self {
+        AllBrokers {
+            request,
+            metadata: None,
+            listed: Vec::new(),
+            next_refresh: None,
+            brokers: None,
+        }
+    }
+
+    /// The request, to set options before the first poll.
+    pub(crate) fn request_mut(&mut self) -> &mut R {
+        &mut self.request
+    }
+
+    /// `Some` once every broker answered or failed: per-broker results; `Err` if the
+    /// brokers could not be listed.
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        deadline: Deadline,
+        handle: impl FnMut(
+            &i32,
+            &mut Call<R>,
+            Result<R::Response, AdminError>,
+            &mut OpContext<'_>,
+        ) -> Step<T>,
+    ) -> Option<Result<PerBroker<T>, AdminError>> {
+        if self.brokers.is_none() && self.listed.is_empty() {
+            let call = self.metadata.get_or_insert_with(|| {
+                Call::new(
+                    Route::Any,
+                    MetadataRequest {
+                        topics: Some(Vec::new()),
+                        allow_auto_topic_creation: false,
+                        ..Default::default()
+                    },
+                )
+            });
+            let resp: MetadataResponse = match call.poll(cx, deadline)? {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            if resp.brokers.is_empty() {
+                return Some(Err(AdminError::Protocol(
+                    "metadata lists no brokers".into(),
+                )));
+            }
+            self.listed = resp.brokers.iter().map(|b| b.node_id).collect();
+        }
+        if self.brokers.is_none() {
+            // The client routes by node id from its own metadata: refresh it until it
+            // knows every listed broker (or the deadline passes; those then fail alone).
+            let unknown = self
+                .listed
+                .iter()
+                .any(|n| cx.metadata().broker(*n).is_none());
+            if unknown && !deadline.passed(cx) {
+                if self.next_refresh.is_none_or(|t| t <= cx.now()) {
+                    cx.request_metadata();
+                    let at = cx.now() + cx.retry_backoff(1);
+                    self.next_refresh = Some(at);
+                    cx.wake_at(at);
+                }
+                return None;
+            }
+            let mut keyed = Keyed::new();
+            for n in &self.listed {
+                keyed.insert(*n, Call::new(Route::Broker(*n), self.request.clone()));
+            }
+            self.brokers = Some(keyed);
+        }
+        let brokers = self.brokers.as_mut()?;
+        if brokers.poll(cx, deadline, handle) {
+            Some(Ok(brokers.take_results()))
+        } else {
+            None
+        }
+    }
+}
