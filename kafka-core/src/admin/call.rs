@@ -121,12 +121,6 @@ where
     pub(crate) fn set_version(&mut self, version: Option<i16>) {
         self.version = version;
     }
-
-    /// Changes where the next attempt goes.
-    #[allow(dead_code)] // for operations that re-route (coordinator changes)
-    pub(crate) fn set_route(&mut self, route: Route) {
-        self.route = route;
-    }
 }
 
 /// Any request as an operation: sent to a route, resent after connection failures until

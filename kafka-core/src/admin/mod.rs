@@ -29,14 +29,11 @@ use std::time::{Duration, Instant};
 pub use call::RawRequest;
 pub(crate) use call::{Call, Deadline};
 pub use configs::*;
-#[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use groups::*;
 pub use offsets::*;
-#[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use replicas::*;
 pub use security::*;
 pub use topics::*;
-#[allow(unused_imports, unreachable_pub)] // until the group has operations
 pub use txns::*;
 
 pub use crate::client::{OpContext, Operation};
