@@ -136,3 +136,8 @@ impl RawClient {
         Ok(resp)
     }
 }
+
+/// The README's Rust snippets, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -179,6 +179,8 @@ pub struct Client {
     last_now: Option<Instant>,
     /// Running operations by id (ids shared with requests).
     ops: BTreeMap<u64, ops::OpSlot>,
+    /// When the last metadata response arrived (refreshes are spaced by the retry backoff).
+    metadata_at: Option<Instant>,
     /// Requests whose responses nobody will take (dropped when they finish).
     unwanted: std::collections::HashSet<u64>,
     /// Outputs of finished operations started with `start_op`.
@@ -264,6 +266,7 @@ impl Client {
             ops: BTreeMap::new(),
             op_outputs: HashMap::new(),
             unwanted: Default::default(),
+            metadata_at: None,
         })
     }
 
@@ -328,7 +331,15 @@ impl Client {
     /// Asks for a metadata refresh including `topics` (also called on stale-metadata errors).
     pub fn request_metadata(&mut self, now: Instant, topics: impl IntoIterator<Item = String>) {
         self.wanted_topics.extend(topics);
-        self.metadata_due = Some(now);
+        // At most one refresh per `retry.backoff.ms` (Java's metadata backoff), so routes
+        // that keep waiting (an unknown broker, a topic without a leader) cannot spin.
+        let earliest = self
+            .metadata_at
+            .map_or(now, |t| (t + self.config.common().retry_backoff).max(now));
+        self.metadata_due = Some(match self.metadata_due {
+            Some(due) if due <= earliest => due,
+            _ => earliest,
+        });
         self.maybe_refresh_metadata(now);
     }
 

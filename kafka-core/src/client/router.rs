@@ -356,6 +356,7 @@ impl Client {
                 self.metadata_in_flight = false;
                 if let Some(resp) = decoded.value.downcast_ref::<MetadataResponse>() {
                     self.metadata.update(resp);
+                    self.metadata_at = Some(now);
                     self.metadata_due = Some(now + self.config.common().metadata_max_age);
                     self.events.push_back(Event::MetadataUpdated);
                 }

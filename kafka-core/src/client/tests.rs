@@ -419,3 +419,27 @@ mod operations {
         );
     }
 }
+
+#[test]
+fn a_route_that_keeps_waiting_refreshes_metadata_at_most_once_per_retry_backoff() {
+    let mut h = Harness::new();
+    let id = h
+        .client
+        .send(h.now, Route::Broker(9), MetadataRequest::default());
+    for round in 0..3 {
+        let rest = h.negotiate();
+        assert_eq!(rest.len(), 1, "round {round}: one metadata request");
+        let (conn, _, seen) = &rest[0];
+        assert_eq!(seen.api(), ApiKey::Metadata);
+        h.reply(*conn, seen, &cluster_metadata()); // still no broker 9
+        assert!(
+            h.written().is_empty(),
+            "round {round}: no refresh before the backoff"
+        );
+        h.advance(Duration::from_millis(1_100));
+    }
+    assert!(
+        h.client.take_response(id).is_none(),
+        "still waiting for broker 9"
+    );
+}
