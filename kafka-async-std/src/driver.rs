@@ -5,31 +5,24 @@
 //! handle, bytes or a close from a socket task, or the timer. The loop ends when every
 //! handle is gone; dropping the socket senders then ends every socket task.
 
-use std::collections::HashMap;
-use std::io::{self, Read};
+use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use async_channel::{unbounded, Receiver, Sender};
 use async_io::{Async, Timer};
 use futures_lite::future::or;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use kafka_core::client::{Client, ConnId, IoCommand};
+use kafka_core::client::{Client, ConnId};
 use kafka_core::config::ClientConfig;
+use kafka_driver::{os_seed, wall_clock, Hub, Outlet, SocketReport as Inbound};
 
 use crate::{Error, Spawner};
 
 /// Work for the driver: runs on the core inside the driver task (starting an operation,
 /// reading metadata).
 pub(crate) type Command = Box<dyn FnOnce(&mut Client, Instant) + Send>;
-
-/// What a socket task reports.
-enum Inbound {
-    Connected(ConnId),
-    Data(ConnId, Vec<u8>),
-    Closed(ConnId, String),
-}
 
 /// What woke the driver.
 enum Wake {
@@ -38,14 +31,23 @@ enum Wake {
     Timer,
 }
 
+/// The bytes for one socket go to its task; dropping the sender closes the socket.
+struct ToSocket(Sender<Vec<u8>>);
+
+impl Outlet for ToSocket {
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String> {
+        self.0
+            .try_send(bytes)
+            .map_err(|_| "socket task gone".to_string())
+    }
+}
+
 /// The state of the driver task.
 pub(crate) struct Driver {
-    core: Client,
+    hub: Hub<ToSocket>,
     commands: Receiver<Command>,
     inbound_tx: Sender<Inbound>,
     inbound: Receiver<Inbound>,
-    /// Bytes to write, per open or opening socket; dropping a sender closes its socket.
-    sockets: HashMap<ConnId, Sender<Vec<u8>>>,
     setup_timeout: Duration,
     spawner: Arc<Spawner>,
 }
@@ -61,11 +63,10 @@ impl Driver {
         let (commands_tx, commands) = unbounded();
         let (inbound_tx, inbound) = unbounded();
         let driver = Driver {
-            core,
+            hub: Hub::new(core),
             commands,
             inbound_tx,
             inbound,
-            sockets: HashMap::new(),
             setup_timeout,
             spawner,
         };
@@ -75,8 +76,19 @@ impl Driver {
     /// Runs until every handle is dropped.
     pub(crate) async fn run(mut self) {
         loop {
-            self.flush();
-            let timer = match self.core.poll_timeout() {
+            let (report, setup_timeout, spawner) =
+                (&self.inbound_tx, self.setup_timeout, &self.spawner);
+            self.hub.flush(|conn, host, port| {
+                let (tx, rx) = unbounded();
+                let socket = Socket {
+                    conn,
+                    out: rx,
+                    report: report.clone(),
+                };
+                spawner(Box::pin(socket.run(host, port, setup_timeout)));
+                Ok(ToSocket(tx))
+            });
+            let timer = match self.hub.core.poll_timeout() {
                 Some(at) => Timer::at(at),
                 None => Timer::never(),
             };
@@ -93,85 +105,20 @@ impl Driver {
             .await;
             match wake {
                 Wake::Command(Some(command)) => {
-                    self.core.handle_wall_clock(wall_clock());
-                    command(&mut self.core, Instant::now());
+                    self.hub.core.handle_wall_clock(wall_clock());
+                    command(&mut self.hub.core, Instant::now());
                 }
                 Wake::Command(None) => break,
                 Wake::Inbound(msg) => {
                     let mut next = msg;
                     while let Some(msg) = next {
-                        self.inbound(msg);
+                        self.hub.report(msg);
                         next = self.inbound.try_recv().ok();
                     }
                 }
-                Wake::Timer => self.core.handle_timeout(Instant::now()),
+                Wake::Timer => self.hub.core.handle_timeout(Instant::now()),
             }
         }
-    }
-
-    /// Drains the core until it has nothing more to do right now.
-    fn flush(&mut self) {
-        loop {
-            let mut progressed = false;
-            self.core.handle_wall_clock(wall_clock());
-            while let Some(cmd) = self.core.poll_io() {
-                progressed = true;
-                match cmd {
-                    IoCommand::Connect { conn, host, port } => self.connect(conn, host, port),
-                    IoCommand::Close { conn } => {
-                        self.sockets.remove(&conn);
-                    }
-                    _ => {}
-                }
-            }
-            let now = Instant::now();
-            let conns: Vec<ConnId> = self.core.connections().collect();
-            for conn in conns {
-                let mut buf = Vec::new();
-                if self.core.poll_transmit(now, conn, &mut buf) == 0 {
-                    continue;
-                }
-                progressed = true;
-                let sent = self
-                    .sockets
-                    .get(&conn)
-                    .is_some_and(|s| s.try_send(buf).is_ok());
-                if !sent {
-                    self.sockets.remove(&conn);
-                    self.core.handle_closed(now, conn, "socket gone");
-                }
-            }
-            while self.core.poll_event().is_some() {}
-            if !progressed && !self.core.poll_io_pending() {
-                return;
-            }
-        }
-    }
-
-    fn inbound(&mut self, msg: Inbound) {
-        let now = Instant::now();
-        match msg {
-            Inbound::Connected(conn) => {
-                self.core.handle_wall_clock(wall_clock());
-                self.core.handle_connected(now, conn);
-            }
-            Inbound::Data(conn, data) => self.core.handle_received(now, conn, &data),
-            Inbound::Closed(conn, cause) => {
-                self.sockets.remove(&conn);
-                self.core.handle_closed(now, conn, &cause);
-            }
-        }
-    }
-
-    fn connect(&mut self, conn: ConnId, host: String, port: u16) {
-        let (tx, rx) = unbounded();
-        self.sockets.insert(conn, tx);
-        let socket = Socket {
-            conn,
-            out: rx,
-            report: self.inbound_tx.clone(),
-        };
-        (self.spawner)(Box::pin(socket.run(host, port, self.setup_timeout)));
     }
 }
 
@@ -270,28 +217,4 @@ async fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
     rx.recv()
         .await
         .unwrap_or_else(|_| Err(io::Error::other("resolver thread failed")))
-}
-
-/// Time since the Unix epoch, for TLS certificate validity.
-fn wall_clock() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
-/// Fresh randomness for SCRAM nonces and jitter: the OS source where there is one.
-fn os_seed() -> [u8; 32] {
-    let mut seed = [0u8; 32];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut seed))
-        .is_err()
-    {
-        use std::hash::{BuildHasher, Hasher};
-        for chunk in seed.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(wall_clock().as_nanos());
-            chunk.copy_from_slice(&h.finish().to_be_bytes());
-        }
-    }
-    seed
 }

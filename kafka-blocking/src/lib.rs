@@ -18,18 +18,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use kafka_core::admin::AdminError;
-use kafka_core::client::{Client, ClientError, ConnId, IoCommand, Operation};
+use kafka_core::client::{Client, ClientError, ConnId, Operation};
 use kafka_core::cluster::Route;
 use kafka_core::config::ClientConfig;
 use kafka_core::conn::RequestError;
 use kafka_core::protocol::Request;
+use kafka_driver::{os_seed, Hub, Outlet, SocketReport};
 
 /// Why a blocking call failed.
 #[derive(Debug, thiserror::Error)]
@@ -46,17 +46,25 @@ pub enum Error {
     Timeout(Duration),
 }
 
-enum Inbound {
-    Data(ConnId, Vec<u8>),
-    Closed(ConnId, String),
+/// Writes go straight to the socket; closing shuts it down, which ends its reader thread.
+#[derive(Debug)]
+struct Stream(TcpStream);
+
+impl Outlet for Stream {
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String> {
+        self.0.write_all(&bytes).map_err(|e| e.to_string())
+    }
+
+    fn close(&mut self) {
+        let _ = self.0.shutdown(Shutdown::Both);
+    }
 }
 
 /// A blocking Kafka client over `kafka-core`.
 pub struct BlockingClient {
-    core: Client,
-    sockets: HashMap<ConnId, TcpStream>,
-    tx: Sender<Inbound>,
-    rx: Receiver<Inbound>,
+    hub: Hub<Stream>,
+    tx: Sender<SocketReport>,
+    rx: Receiver<SocketReport>,
     call_timeout: Duration,
     setup_timeout: Duration,
 }
@@ -69,8 +77,7 @@ impl BlockingClient {
         let core = Client::new(config, os_seed())?;
         let (tx, rx) = channel();
         Ok(BlockingClient {
-            core,
-            sockets: HashMap::new(),
+            hub: Hub::new(core),
             tx,
             rx,
             call_timeout,
@@ -80,12 +87,12 @@ impl BlockingClient {
 
     /// The core, for metadata and other state.
     pub fn core(&self) -> &Client {
-        &self.core
+        &self.hub.core
     }
 
     /// The core, to request metadata refreshes and the like.
     pub fn core_mut(&mut self) -> &mut Client {
-        &mut self.core
+        &mut self.hub.core
     }
 
     /// Sends `request` to `route` and waits for its response.
@@ -94,10 +101,10 @@ impl BlockingClient {
         R: Request + Send + Sync + 'static,
         R::Response: Send + 'static,
     {
-        let id = self.core.send(Instant::now(), route, request);
+        let id = self.hub.core.send(Instant::now(), route, request);
         let deadline = Instant::now() + self.call_timeout;
         loop {
-            if let Some(result) = self.core.take_response(id) {
+            if let Some(result) = self.hub.core.take_response(id) {
                 return Ok(result?);
             }
             if Instant::now() >= deadline {
@@ -110,115 +117,72 @@ impl BlockingClient {
     /// Runs an operation (e.g. an admin call) to completion. Operations end by their own
     /// deadline, so this returns even if no broker answers.
     pub fn run_op<O: Operation>(&mut self, op: O) -> O::Output {
-        let id = self.core.start_op(Instant::now(), op);
+        let id = self.hub.core.start_op(Instant::now(), op);
         loop {
-            if let Some(out) = self.core.take_op_output(id) {
+            if let Some(out) = self.hub.core.take_op_output(id) {
                 return out;
             }
             self.turn(Instant::now() + Duration::from_secs(60));
         }
     }
 
-    /// One turn of the loop: sockets, writes, then wait for input or the next deadline.
+    /// One turn of the loop: sockets and writes, then wait for input or the next deadline.
     fn turn(&mut self, limit: Instant) {
-        let now = Instant::now();
-        self.core.handle_wall_clock(
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default(),
-        );
-        while let Some(cmd) = self.core.poll_io() {
-            match cmd {
-                IoCommand::Connect { conn, host, port } => self.connect(now, conn, &host, port),
-                IoCommand::Close { conn } => {
-                    if let Some(s) = self.sockets.remove(&conn) {
-                        let _ = s.shutdown(Shutdown::Both);
-                    }
-                }
-                _ => {}
-            }
-        }
-        let conns: Vec<ConnId> = self.core.connections().collect();
-        let mut buf = Vec::new();
-        for conn in conns {
-            buf.clear();
-            if self.core.poll_transmit(now, conn, &mut buf) > 0 {
-                let failed = match self.sockets.get_mut(&conn) {
-                    Some(s) => s.write_all(&buf).err().map(|e| e.to_string()),
-                    None => Some("socket gone".into()),
-                };
-                if let Some(cause) = failed {
-                    self.core.handle_closed(now, conn, &cause);
-                }
-            }
-        }
-        while self.core.poll_event().is_some() {}
-        if self.core.poll_io_pending() {
-            return;
-        }
-        let wake = self.core.poll_timeout().map_or(limit, |t| t.min(limit));
+        let (tx, setup_timeout) = (&self.tx, self.setup_timeout);
+        self.hub
+            .flush(|conn, host, port| connect(conn, &host, port, setup_timeout, tx));
+        let wake = self.hub.core.poll_timeout().map_or(limit, |t| t.min(limit));
         let wait = wake
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
         match self.rx.recv_timeout(wait) {
-            Ok(msg) => self.inbound(msg),
-            Err(RecvTimeoutError::Timeout) => self.core.handle_timeout(Instant::now()),
+            Ok(msg) => self.hub.report(msg),
+            Err(RecvTimeoutError::Timeout) => self.hub.core.handle_timeout(Instant::now()),
             Err(RecvTimeoutError::Disconnected) => {}
         }
         while let Ok(msg) = self.rx.try_recv() {
-            self.inbound(msg);
+            self.hub.report(msg);
         }
     }
+}
 
-    fn inbound(&mut self, msg: Inbound) {
-        let now = Instant::now();
-        match msg {
-            Inbound::Data(conn, data) => self.core.handle_received(now, conn, &data),
-            Inbound::Closed(conn, cause) => {
-                self.sockets.remove(&conn);
-                self.core.handle_closed(now, conn, &cause);
-            }
-        }
-    }
-
-    fn connect(&mut self, now: Instant, conn: ConnId, host: &str, port: u16) {
-        let stream = (host, port)
-            .to_socket_addrs()
-            .map_err(|e| e.to_string())
-            .and_then(|mut addrs| {
-                addrs
-                    .next()
-                    .ok_or_else(|| format!("{host} did not resolve"))
-            })
-            .and_then(|addr| {
-                TcpStream::connect_timeout(&addr, self.setup_timeout).map_err(|e| e.to_string())
-            });
-        let stream =
-            match stream.and_then(|s| s.set_nodelay(true).map(|()| s).map_err(|e| e.to_string())) {
-                Ok(s) => s,
-                Err(cause) => return self.core.handle_closed(now, conn, &cause),
-            };
-        let Ok(mut reader) = stream.try_clone() else {
-            return self.core.handle_closed(now, conn, "socket clone failed");
-        };
-        let tx = self.tx.clone();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) => break tx.send(Inbound::Closed(conn, "closed by peer".into())),
-                    Ok(n) => {
-                        if tx.send(Inbound::Data(conn, buf[..n].to_vec())).is_err() {
-                            break Ok(());
-                        }
+/// Opens a socket with a reader thread that reports to `tx`; `Connected` is reported
+/// first, through the same channel.
+fn connect(
+    conn: ConnId,
+    host: &str,
+    port: u16,
+    setup_timeout: Duration,
+    tx: &Sender<SocketReport>,
+) -> Result<Stream, String> {
+    let addr = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or_else(|| format!("{host} did not resolve"))?;
+    let stream = TcpStream::connect_timeout(&addr, setup_timeout).map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let mut reader = stream.try_clone().map_err(|e| e.to_string())?;
+    let _ = tx.send(SocketReport::Connected(conn));
+    let tx = tx.clone();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break tx.send(SocketReport::Closed(conn, "closed by peer".into())),
+                Ok(n) => {
+                    if tx
+                        .send(SocketReport::Data(conn, buf[..n].to_vec()))
+                        .is_err()
+                    {
+                        break Ok(());
                     }
-                    Err(e) => break tx.send(Inbound::Closed(conn, e.to_string())),
                 }
+                Err(e) => break tx.send(SocketReport::Closed(conn, e.to_string())),
             }
-        });
-        self.sockets.insert(conn, stream);
-        self.core.handle_connected(now, conn);
-    }
+        }
+    });
+    Ok(Stream(stream))
 }
 
 /// The admin client for scripts: every admin operation as a blocking call, each with
@@ -272,30 +236,6 @@ impl Admin {
 
 impl Drop for BlockingClient {
     fn drop(&mut self) {
-        for s in self.sockets.values() {
-            let _ = s.shutdown(Shutdown::Both);
-        }
+        self.hub.close_all();
     }
-}
-
-/// Fresh randomness for SCRAM nonces and jitter: the OS source where there is one.
-fn os_seed() -> [u8; 32] {
-    let mut seed = [0u8; 32];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut seed))
-        .is_err()
-    {
-        use std::hash::{BuildHasher, Hasher};
-        for chunk in seed.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .unwrap_or_default()
-                    .as_nanos(),
-            );
-            chunk.copy_from_slice(&h.finish().to_be_bytes());
-        }
-    }
-    seed
 }

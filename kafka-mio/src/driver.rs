@@ -1,16 +1,16 @@
 //! [`Driver`]: the core [`Client`] plus its mio sockets, fed from the caller's loop.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::Read;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use mio::event::Event as MioEvent;
 use mio::{Registry, Token};
 
 use kafka_core::client::{Client, ConnId, Event, IoCommand, OpId, Operation};
 use kafka_core::config::ClientConfig;
+use kafka_driver::{os_seed, wall_clock};
 
 use crate::socket::{ConnectState, Sock, TokenPool};
 use crate::{ConnectError, Error};
@@ -56,7 +56,7 @@ impl Driver {
         // The registry is only used once sockets exist; taking it here states the contract.
         let _ = registry;
         let setup_timeout = config.common().socket_connection_setup_timeout;
-        let core = Client::new(config, crate::os_seed())?;
+        let core = Client::new(config, os_seed())?;
         Ok(Driver {
             core,
             tokens: TokenPool::new(tokens),
@@ -378,26 +378,4 @@ impl std::fmt::Debug for Driver {
             .field("sockets", &self.socks.len())
             .finish_non_exhaustive()
     }
-}
-
-fn wall_clock() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
-/// Fresh randomness for SCRAM nonces and jitter: the OS source where there is one.
-pub(crate) fn os_seed() -> [u8; 32] {
-    let mut seed = [0u8; 32];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut seed));
-    if read.is_err() {
-        use std::hash::{BuildHasher, Hasher};
-        for (i, chunk) in seed.chunks_mut(8).enumerate() {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(wall_clock().as_nanos());
-            h.write_usize(i);
-            chunk.copy_from_slice(&h.finish().to_be_bytes());
-        }
-    }
-    seed
 }

@@ -58,8 +58,6 @@ pub use kafka_core::client::Operation;
 /// The mio version the driver registers with (use it for the `Poll` you hand over).
 pub use mio;
 
-use driver::os_seed;
-
 /// Why a driver or admin client could not be created.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -5,12 +5,11 @@
 //! handle, bytes or a close from a socket task, or the timer. The loop ends when every
 //! handle is gone; dropping the socket senders then ends every socket task.
 
-use std::collections::HashMap;
-use std::io::Read;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use kafka_core::client::{Client, ConnId, IoCommand};
+use kafka_core::client::{Client, ConnId};
 use kafka_core::config::ClientConfig;
+use kafka_driver::{os_seed, wall_clock, Hub, Outlet, SocketReport as Inbound};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -21,21 +20,23 @@ use crate::Error;
 /// reading metadata).
 pub(crate) type Command = Box<dyn FnOnce(&mut Client, Instant) + Send>;
 
-/// What a socket task reports.
-enum Inbound {
-    Connected(ConnId),
-    Data(ConnId, Vec<u8>),
-    Closed(ConnId, String),
+/// The bytes for one socket go to its task; dropping the sender closes the socket.
+struct ToSocket(UnboundedSender<Vec<u8>>);
+
+impl Outlet for ToSocket {
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String> {
+        self.0
+            .send(bytes)
+            .map_err(|_| "socket task gone".to_string())
+    }
 }
 
 /// The state of the driver task.
 pub(crate) struct Driver {
-    core: Client,
+    hub: Hub<ToSocket>,
     commands: UnboundedReceiver<Command>,
     inbound_tx: UnboundedSender<Inbound>,
     inbound: UnboundedReceiver<Inbound>,
-    /// Bytes to write, per open or opening socket; dropping a sender closes its socket.
-    sockets: HashMap<ConnId, UnboundedSender<Vec<u8>>>,
     setup_timeout: Duration,
 }
 
@@ -47,11 +48,10 @@ impl Driver {
         let (commands_tx, commands) = unbounded_channel();
         let (inbound_tx, inbound) = unbounded_channel();
         let driver = Driver {
-            core,
+            hub: Hub::new(core),
             commands,
             inbound_tx,
             inbound,
-            sockets: HashMap::new(),
             setup_timeout,
         };
         Ok((driver, commands_tx))
@@ -60,8 +60,18 @@ impl Driver {
     /// Runs until every handle is dropped.
     pub(crate) async fn run(mut self) {
         loop {
-            self.flush();
-            let wake = self.core.poll_timeout();
+            let (report, setup_timeout) = (&self.inbound_tx, self.setup_timeout);
+            self.hub.flush(|conn, host, port| {
+                let (tx, rx) = unbounded_channel();
+                let socket = Socket {
+                    conn,
+                    out: rx,
+                    report: report.clone(),
+                };
+                tokio::spawn(socket.run(host, port, setup_timeout));
+                Ok(ToSocket(tx))
+            });
+            let wake = self.hub.core.poll_timeout();
             let timer = async move {
                 match wake {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -71,82 +81,20 @@ impl Driver {
             tokio::select! {
                 command = self.commands.recv() => match command {
                     Some(command) => {
-                        self.core.handle_wall_clock(wall_clock());
-                        command(&mut self.core, Instant::now());
+                        self.hub.core.handle_wall_clock(wall_clock());
+                        command(&mut self.hub.core, Instant::now());
                     }
                     None => break,
                 },
                 Some(msg) = self.inbound.recv() => {
-                    self.inbound(msg);
+                    self.hub.report(msg);
                     while let Ok(msg) = self.inbound.try_recv() {
-                        self.inbound(msg);
+                        self.hub.report(msg);
                     }
                 }
-                () = timer => self.core.handle_timeout(Instant::now()),
+                () = timer => self.hub.core.handle_timeout(Instant::now()),
             }
         }
-    }
-
-    /// Drains the core until it has nothing more to do right now.
-    fn flush(&mut self) {
-        loop {
-            let mut progressed = false;
-            self.core.handle_wall_clock(wall_clock());
-            while let Some(cmd) = self.core.poll_io() {
-                progressed = true;
-                match cmd {
-                    IoCommand::Connect { conn, host, port } => self.connect(conn, host, port),
-                    IoCommand::Close { conn } => {
-                        self.sockets.remove(&conn);
-                    }
-                    _ => {}
-                }
-            }
-            let now = Instant::now();
-            let conns: Vec<ConnId> = self.core.connections().collect();
-            for conn in conns {
-                let mut buf = Vec::new();
-                if self.core.poll_transmit(now, conn, &mut buf) == 0 {
-                    continue;
-                }
-                progressed = true;
-                let sent = self.sockets.get(&conn).is_some_and(|s| s.send(buf).is_ok());
-                if !sent {
-                    self.sockets.remove(&conn);
-                    self.core.handle_closed(now, conn, "socket gone");
-                }
-            }
-            while self.core.poll_event().is_some() {}
-            if !progressed && !self.core.poll_io_pending() {
-                return;
-            }
-        }
-    }
-
-    fn inbound(&mut self, msg: Inbound) {
-        let now = Instant::now();
-        match msg {
-            Inbound::Connected(conn) => {
-                self.core.handle_wall_clock(wall_clock());
-                self.core.handle_connected(now, conn);
-            }
-            Inbound::Data(conn, data) => self.core.handle_received(now, conn, &data),
-            Inbound::Closed(conn, cause) => {
-                self.sockets.remove(&conn);
-                self.core.handle_closed(now, conn, &cause);
-            }
-        }
-    }
-
-    fn connect(&mut self, conn: ConnId, host: String, port: u16) {
-        let (tx, rx) = unbounded_channel();
-        self.sockets.insert(conn, tx);
-        let socket = Socket {
-            conn,
-            out: rx,
-            report: self.inbound_tx.clone(),
-        };
-        tokio::spawn(socket.run(host, port, self.setup_timeout));
     }
 }
 
@@ -215,28 +163,4 @@ impl Socket {
     fn closed(&self, cause: String) {
         let _ = self.report.send(Inbound::Closed(self.conn, cause));
     }
-}
-
-/// Time since the Unix epoch, for TLS certificate validity.
-fn wall_clock() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
-/// Fresh randomness for SCRAM nonces and jitter: the OS source where there is one.
-fn os_seed() -> [u8; 32] {
-    let mut seed = [0u8; 32];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut seed))
-        .is_err()
-    {
-        use std::hash::{BuildHasher, Hasher};
-        for chunk in seed.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(wall_clock().as_nanos());
-            chunk.copy_from_slice(&h.finish().to_be_bytes());
-        }
-    }
-    seed
 }
