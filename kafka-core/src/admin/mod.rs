@@ -14,6 +14,7 @@
 //! [`Client::start_op`]: crate::client::Client::start_op
 
 mod call;
+mod items;
 mod methods;
 
 pub mod configs;
@@ -30,6 +31,7 @@ pub use call::RawRequest;
 pub(crate) use call::{Call, Deadline};
 pub use configs::*;
 pub use groups::*;
+pub(crate) use items::{Absorbed, Batch, ItemResults, Items};
 pub use offsets::*;
 pub use replicas::*;
 pub use security::*;

@@ -1,0 +1,164 @@
+//! `Items`: one request about many items (topics, partitions, bindings...), narrowed to
+//! the items answered with a retriable code and resent until the deadline.
+
+use std::collections::BTreeMap;
+
+use super::{AdminError, Call, Deadline};
+use crate::client::OpContext;
+use crate::cluster::Route;
+use crate::protocol::Request;
+
+/// Per-item results, as every batch operation outputs them.
+pub(crate) type ItemResults<K, V> = BTreeMap<K, Result<V, AdminError>>;
+
+/// What a response said about the batch as a whole.
+#[derive(Debug)]
+pub(crate) enum Absorbed<K> {
+    /// Send the same request again after the backoff (a retriable whole-response error).
+    Again,
+    /// Send these items again (the others are settled, or missing from the response).
+    Retry(Vec<K>),
+    /// The whole call failed.
+    Failed(AdminError),
+}
+
+/// A response to absorb: the items it answers, and where their results go.
+pub(crate) struct Batch<'a, K, V> {
+    /// The items of the request that was answered.
+    pub(crate) pending: &'a [K],
+    /// Results so far; absorbing adds the settled items.
+    pub(crate) results: &'a mut ItemResults<K, V>,
+    /// Whether the deadline has passed (no retry any more).
+    pub(crate) expired: bool,
+}
+
+/// The retry machinery of a batch operation: the call, the items still in flight and
+/// the settled results. Items still retriable at the deadline get [`AdminError::Timeout`],
+/// items missing from a response get [`AdminError::Protocol`]; a failed request fails the
+/// whole call unless some items are already settled (then it stands for the others).
+#[derive(Debug)]
+pub(crate) struct Items<R: Request, K, V> {
+    call: Option<Call<R>>,
+    pending: Vec<K>,
+    results: ItemResults<K, V>,
+    what: &'static str,
+}
+
+impl<R, K, V> Items<R, K, V>
+where
+    R: Request + Clone + Send + Sync + 'static,
+    R::Response: Send + 'static,
+    K: Ord + Clone,
+{
+    /// No call yet; `what` names an item in errors ("topic missing from response").
+    pub(crate) fn new(what: &'static str) -> Self {
+        Items {
+            call: None,
+            pending: Vec::new(),
+            results: BTreeMap::new(),
+            what,
+        }
+    }
+
+    /// Whether [`start`](Self::start) was called.
+    pub(crate) fn started(&self) -> bool {
+        self.call.is_some()
+    }
+
+    /// Settles an item before (or instead of) sending it.
+    pub(crate) fn settle(&mut self, key: K, result: Result<V, AdminError>) {
+        self.results.insert(key, result);
+    }
+
+    /// The items in flight.
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> &[K] {
+        &self.pending
+    }
+
+    /// The settled items.
+    #[cfg(test)]
+    pub(crate) fn results(&self) -> &ItemResults<K, V> {
+        &self.results
+    }
+
+    /// Sends `request` about `pending` to `route`.
+    pub(crate) fn start(&mut self, route: Route, request: R, pending: Vec<K>) {
+        self.pending = pending;
+        self.call = Some(Call::new(route, request));
+    }
+
+    /// Drives the call: `absorb` records a response's per-item results, `narrow` cuts the
+    /// request down to the items to send again. Without a started call, the output is
+    /// the settled items.
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        deadline: Deadline,
+        mut absorb: impl FnMut(Batch<'_, K, V>, R::Response) -> Absorbed<K>,
+        mut narrow: impl FnMut(&mut R, &[K]),
+    ) -> Option<Result<ItemResults<K, V>, AdminError>> {
+        loop {
+            let Some(call) = self.call.as_mut() else {
+                return Some(Ok(self.finish()));
+            };
+            let resp = match call.poll(cx, deadline)? {
+                Ok(resp) => resp,
+                // Nothing answered: a whole-call failure unless some items are settled.
+                Err(e) if self.results.is_empty() => return Some(Err(e)),
+                Err(e) => {
+                    for key in &self.pending {
+                        self.results.entry(key.clone()).or_insert(Err(e.clone()));
+                    }
+                    return Some(Ok(self.finish()));
+                }
+            };
+            let batch = Batch {
+                pending: &self.pending,
+                results: &mut self.results,
+                expired: deadline.passed(cx),
+            };
+            let retry = match absorb(batch, resp) {
+                Absorbed::Again => {
+                    call.retry(cx);
+                    continue;
+                }
+                Absorbed::Failed(e) => return Some(Err(e)),
+                Absorbed::Retry(retry) => retry,
+            };
+            if !retry.is_empty() && !deadline.passed(cx) {
+                let answered = std::mem::replace(&mut self.pending, retry);
+                let gone = answered.iter().filter(|k| !self.pending.contains(k));
+                fill_missing(&mut self.results, gone, self.what);
+                narrow(call.request_mut(), &self.pending);
+                call.retry(cx);
+                continue;
+            }
+            for key in retry {
+                self.results.insert(key, Err(AdminError::Timeout));
+            }
+            return Some(Ok(self.finish()));
+        }
+    }
+
+    fn finish(&mut self) -> ItemResults<K, V> {
+        fill_missing(&mut self.results, self.pending.iter(), self.what);
+        self.pending.clear();
+        std::mem::take(&mut self.results)
+    }
+}
+
+/// Gives the unsettled `keys` a "missing from response" error.
+fn fill_missing<'k, K: Ord + Clone + 'k, V>(
+    results: &mut ItemResults<K, V>,
+    keys: impl Iterator<Item = &'k K>,
+    what: &str,
+) {
+    for key in keys {
+        results.entry(key.clone()).or_insert_with(|| {
+            Err(AdminError::Protocol(format!(
+                "{what} missing from response"
+            )))
+        });
+    }
+}
