@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use super::{AdminError, Call, Deadline};
 use crate::client::OpContext;
 use crate::cluster::Route;
-use crate::protocol::Request;
+use crate::protocol::{KafkaCode, Request};
 
 /// Per-item results, as every batch operation outputs them.
 pub(crate) type ItemResults<K, V> = BTreeMap<K, Result<V, AdminError>>;
 
 /// What a response said about the batch as a whole.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum Absorbed<K> {
     /// Send the same request again after the backoff (a retriable whole-response error).
     Again,
@@ -68,12 +68,6 @@ where
     /// Settles an item before (or instead of) sending it.
     pub(crate) fn settle(&mut self, key: K, result: Result<V, AdminError>) {
         self.results.insert(key, result);
-    }
-
-    /// The items in flight.
-    #[cfg(test)]
-    pub(crate) fn pending(&self) -> &[K] {
-        &self.pending
     }
 
     /// The settled items.
@@ -141,6 +135,25 @@ where
         }
     }
 
+    /// Absorbs `resp` about `pending` as [`poll`](Self::poll) would, then finishes (as
+    /// at the deadline): unit tests of an operation's absorbing.
+    #[cfg(test)]
+    pub(crate) fn absorb_then_finish(
+        &mut self,
+        pending: Vec<K>,
+        resp: R::Response,
+        absorb: impl FnOnce(Batch<'_, K, V>, R::Response) -> Absorbed<K>,
+    ) -> (Absorbed<K>, ItemResults<K, V>) {
+        self.pending = pending;
+        let batch = Batch {
+            pending: &self.pending,
+            results: &mut self.results,
+            expired: false,
+        };
+        let absorbed = absorb(batch, resp);
+        (absorbed, self.finish())
+    }
+
     fn finish(&mut self) -> ItemResults<K, V> {
         fill_missing(&mut self.results, self.pending.iter(), self.what);
         self.pending.clear();
@@ -160,5 +173,39 @@ fn fill_missing<'k, K: Ord + Clone + 'k, V>(
                 "{what} missing from response"
             )))
         });
+    }
+}
+
+impl<K: Ord + Clone, V> Batch<'_, K, V> {
+    /// Absorbs answers that come in the request's order (one per pending item): items
+    /// with a retriable code are sent again before the deadline, the others settled with
+    /// `result`. A count mismatch fails every pending item (`what`: the items, plural).
+    pub(crate) fn in_order<A>(
+        self,
+        answers: Vec<A>,
+        what: &str,
+        code: impl Fn(&A) -> i16,
+        result: impl Fn(A) -> Result<V, AdminError>,
+    ) -> Absorbed<K> {
+        if answers.len() != self.pending.len() {
+            let e = AdminError::Protocol(format!(
+                "{} results for {} {what}",
+                answers.len(),
+                self.pending.len()
+            ));
+            for key in self.pending {
+                self.results.insert(key.clone(), Err(e.clone()));
+            }
+            return Absorbed::Retry(Vec::new());
+        }
+        let mut retry = Vec::new();
+        for (key, answer) in self.pending.iter().zip(answers) {
+            if KafkaCode(code(&answer)).is_retriable() && !self.expired {
+                retry.push(key.clone());
+            } else {
+                self.results.insert(key.clone(), result(answer));
+            }
+        }
+        Absorbed::Retry(retry)
     }
 }
