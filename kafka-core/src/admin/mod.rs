@@ -127,6 +127,22 @@ impl TopicPartition {
     }
 }
 
+/// Groups per-partition wire items by topic (topics in name order, partitions in the
+/// given order): one `topic(name, partitions)` per topic, for the nested requests.
+pub(crate) fn per_topic<'a, P, T>(
+    items: impl IntoIterator<Item = (&'a TopicPartition, P)>,
+    mut topic: impl FnMut(String, Vec<P>) -> T,
+) -> Vec<T> {
+    let mut grouped: std::collections::BTreeMap<&str, Vec<P>> = Default::default();
+    for (tp, item) in items {
+        grouped.entry(&tp.topic).or_default().push(item);
+    }
+    grouped
+        .into_iter()
+        .map(|(name, items)| topic(name.to_owned(), items))
+        .collect()
+}
+
 /// The time limit of an operation: `default.api.timeout.ms` unless overridden; fixed
 /// to an instant on the first poll.
 #[derive(Debug, Clone, Copy, Default)]

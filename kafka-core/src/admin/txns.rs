@@ -7,7 +7,6 @@ use std::time::Duration;
 use super::groups::keyed::{AllBrokers, Keyed, Step};
 use super::{AdminError, Call, OpContext, Operation, Timeout, TopicPartition};
 use crate::cluster::Route;
-use crate::conn::RequestError;
 use crate::protocol::messages::describe_producers::request::TopicRequest;
 use crate::protocol::messages::describe_producers::{
     DescribeProducersRequest, DescribeProducersResponse,
@@ -381,33 +380,13 @@ impl Operation for ListTransactions {
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        let per_broker =
-            match self
-                .fanout
-                .poll(cx, deadline, |broker, _, outcome, _| match outcome {
-                    Ok(resp) => listed(*broker, resp),
-                    Err(AdminError::Request(RequestError::Encode(e))) => Step::Done(Err(
-                        AdminError::Invalid(format!("filter not supported by this broker: {e}")),
-                    )),
-                    Err(e) => Step::Done(Err(e)),
-                })? {
-                Ok(m) => m,
-                Err(e) => return Some(Err(e)),
-            };
-        let mut out = TransactionListings::default();
-        for (broker, result) in per_broker {
-            match result {
-                Ok(list) => {
-                    for t in list {
-                        out.transactions.insert(t.transactional_id.clone(), t);
-                    }
-                }
-                Err(e) => {
-                    out.errors.insert(broker, e);
-                }
-            }
-        }
-        Some(Ok(out))
+        let listing = self
+            .fanout
+            .poll_listing(cx, deadline, listed, |t| t.transactional_id.clone())?;
+        Some(listing.map(|(transactions, errors)| TransactionListings {
+            transactions,
+            errors,
+        }))
     }
 }
 

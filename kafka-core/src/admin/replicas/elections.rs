@@ -1,11 +1,12 @@
 //! ElectLeaders: preferred or unclean leader elections, by the controller.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::admin::topics::controller_retriable;
 use crate::admin::{
-    Absorbed, AdminError, Batch, ItemResults, Items, OpContext, Operation, Timeout, TopicPartition,
+    per_topic, Absorbed, AdminError, Batch, ItemResults, Items, OpContext, Operation, Timeout,
+    TopicPartition,
 };
 use crate::cluster::Route;
 use crate::protocol::messages::elect_leaders::request::TopicPartitions;
@@ -78,18 +79,14 @@ impl ElectLeaders {
 
     fn request(&self, timeout_ms: i32) -> ElectLeadersRequest {
         let topic_partitions = self.partitions.as_ref().map(|set| {
-            let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-            for tp in set {
-                by_topic.entry(&tp.topic).or_default().push(tp.partition);
-            }
-            by_topic
-                .into_iter()
-                .map(|(topic, partitions)| TopicPartitions {
-                    topic: topic.to_owned(),
+            per_topic(
+                set.iter().map(|tp| (tp, tp.partition)),
+                |topic, partitions| TopicPartitions {
+                    topic,
                     partitions,
                     ..Default::default()
-                })
-                .collect()
+                },
+            )
         });
         ElectLeadersRequest {
             election_type: self.election_type.code(),

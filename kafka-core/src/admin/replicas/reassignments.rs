@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crate::admin::topics::controller_retriable;
 use crate::admin::{
-    Absorbed, AdminError, Batch, Call, ItemResults, Items, OpContext, Operation, Timeout,
-    TopicPartition,
+    per_topic, Absorbed, AdminError, Batch, Call, ItemResults, Items, OpContext, Operation,
+    Timeout, TopicPartition,
 };
 use crate::cluster::Route;
 use crate::protocol::messages::alter_partition_reassignments::request::{
@@ -79,35 +79,30 @@ impl AlterPartitionReassignments {
     /// The request for the representable partitions (the others get their error now);
     /// `None` if nothing is left to send.
     fn request(&mut self, timeout_ms: i32) -> Option<AlterPartitionReassignmentsRequest> {
-        let mut by_topic: BTreeMap<&str, Vec<ReassignablePartition>> = BTreeMap::new();
+        let mut wire = Vec::new();
         for (tp, replicas) in &self.reassignments {
             if let Some(e) = unrepresentable(tp) {
                 self.items.settle(tp.clone(), Err(e));
                 continue;
             }
-            by_topic
-                .entry(&tp.topic)
-                .or_default()
-                .push(ReassignablePartition {
-                    partition_index: tp.partition,
-                    replicas: replicas.clone(),
-                    ..Default::default()
-                });
+            let partition = ReassignablePartition {
+                partition_index: tp.partition,
+                replicas: replicas.clone(),
+                ..Default::default()
+            };
+            wire.push((tp, partition));
         }
-        if by_topic.is_empty() {
+        if wire.is_empty() {
             return None;
         }
         Some(AlterPartitionReassignmentsRequest {
             timeout_ms,
             allow_replication_factor_change: self.allow_replication_factor_change,
-            topics: by_topic
-                .into_iter()
-                .map(|(name, partitions)| ReassignableTopic {
-                    name: name.to_owned(),
-                    partitions,
-                    ..Default::default()
-                })
-                .collect(),
+            topics: per_topic(wire, |name, partitions| ReassignableTopic {
+                name,
+                partitions,
+                ..Default::default()
+            }),
             ..Default::default()
         })
     }
@@ -229,20 +224,14 @@ impl ListPartitionReassignments {
 
     fn request(&self, timeout_ms: i32) -> ListPartitionReassignmentsRequest {
         let topics = self.partitions.as_ref().map(|set| {
-            let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-            for tp in set {
-                by_topic.entry(&tp.topic).or_default().push(tp.partition);
-            }
-            by_topic
-                .into_iter()
-                .map(
-                    |(name, partition_indexes)| ListPartitionReassignmentsTopics {
-                        name: name.to_owned(),
-                        partition_indexes,
-                        ..Default::default()
-                    },
-                )
-                .collect()
+            per_topic(
+                set.iter().map(|tp| (tp, tp.partition)),
+                |name, partition_indexes| ListPartitionReassignmentsTopics {
+                    name,
+                    partition_indexes,
+                    ..Default::default()
+                },
+            )
         });
         ListPartitionReassignmentsRequest {
             timeout_ms,
