@@ -290,14 +290,11 @@ impl Operation for DescribeCluster {
             .call
             .request_mut()
             .include_cluster_authorized_operations;
-        let resp: DescribeClusterResponse = match self.call.poll(cx, deadline)? {
+        let retriable = |r: &DescribeClusterResponse| KafkaCode(r.error_code).is_retriable();
+        let resp = match self.call.poll_retrying(cx, deadline, retriable)? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
-        if KafkaCode(resp.error_code).is_retriable() && !deadline.passed(cx) {
-            self.call.retry(cx);
-            return self.poll(cx);
-        }
         Some(
             AdminError::check(resp.error_code, resp.error_message.as_deref()).map(|()| {
                 ClusterDescription {
