@@ -70,8 +70,12 @@ where
         self.results.insert(key, result);
     }
 
+    /// The items in flight.
+    pub(crate) fn pending(&self) -> &[K] {
+        &self.pending
+    }
+
     /// The settled items.
-    #[cfg(test)]
     pub(crate) fn results(&self) -> &ItemResults<K, V> {
         &self.results
     }
