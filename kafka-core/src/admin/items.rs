@@ -172,11 +172,9 @@ fn fill_missing<'k, K: Ord + Clone + 'k, V>(
     what: &str,
 ) {
     for key in keys {
-        results.entry(key.clone()).or_insert_with(|| {
-            Err(AdminError::Protocol(format!(
-                "{what} missing from response"
-            )))
-        });
+        results
+            .entry(key.clone())
+            .or_insert_with(|| Err(AdminError::missing(what)));
     }
 }
 

@@ -77,6 +77,12 @@ fn kafka_error_text(code: KafkaCode, message: Option<&str>) -> String {
 }
 
 impl AdminError {
+    /// The [`Protocol`](AdminError::Protocol) error of an item (`what`: "topic",
+    /// "partition"...) that a response left out.
+    pub(crate) fn missing(what: &str) -> AdminError {
+        AdminError::Protocol(format!("{what} missing from response"))
+    }
+
     /// `Err` for a nonzero error code, with the broker's message.
     pub fn check(code: i16, message: Option<&str>) -> Result<(), AdminError> {
         if code == 0 {

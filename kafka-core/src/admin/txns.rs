@@ -87,9 +87,7 @@ fn producers(
         .flat_map(|t| t.partitions)
         .find(|p| p.partition_index == tp.partition);
     let Some(p) = found else {
-        return Step::Done(Err(AdminError::Protocol(
-            "partition missing from response".into(),
-        )));
+        return Step::Done(Err(AdminError::missing("partition")));
     };
     let code = KafkaCode(p.error_code);
     let err = || AdminError::Kafka {
@@ -214,9 +212,7 @@ fn described_txn(
         .into_iter()
         .find(|s| s.transactional_id == id)
     else {
-        return Step::Done(Err(AdminError::Protocol(
-            "transactional id missing from response".into(),
-        )));
+        return Step::Done(Err(AdminError::missing("transactional id")));
     };
     if let Some(step) = super::groups::keyed::coordinator_step(cx, id, s.error_code, None) {
         return step;

@@ -183,11 +183,8 @@ impl Operation for AlterConsumerGroupOffsets {
             None => BTreeMap::new(),
         };
         for tp in self.offsets.keys() {
-            out.entry(tp.clone()).or_insert_with(|| {
-                Err(AdminError::Protocol(
-                    "partition missing from response".into(),
-                ))
-            });
+            out.entry(tp.clone())
+                .or_insert_with(|| Err(AdminError::missing("partition")));
         }
         Some(Ok(out))
     }
@@ -295,11 +292,8 @@ impl Operation for DeleteConsumerGroupOffsets {
             None => BTreeMap::new(),
         };
         for tp in &self.partitions {
-            out.entry(tp.clone()).or_insert_with(|| {
-                Err(AdminError::Protocol(
-                    "partition missing from response".into(),
-                ))
-            });
+            out.entry(tp.clone())
+                .or_insert_with(|| Err(AdminError::missing("partition")));
         }
         Some(Ok(out))
     }

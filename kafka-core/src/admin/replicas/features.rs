@@ -262,9 +262,9 @@ impl UpdateFeatures {
             })
             .collect();
         for name in self.updates.keys() {
-            results.entry(name.clone()).or_insert_with(|| {
-                Err(AdminError::Protocol("feature missing from response".into()))
-            });
+            results
+                .entry(name.clone())
+                .or_insert_with(|| Err(AdminError::missing("feature")));
         }
         results
     }

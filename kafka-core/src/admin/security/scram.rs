@@ -185,7 +185,7 @@ impl Operation for DescribeUserScramCredentials {
             .collect();
         for u in &self.users {
             out.entry(u.clone())
-                .or_insert_with(|| Err(AdminError::Protocol("user missing from response".into())));
+                .or_insert_with(|| Err(AdminError::missing("user")));
         }
         Some(Ok(out))
     }
