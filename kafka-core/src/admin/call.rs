@@ -100,6 +100,27 @@ where
         None
     }
 
+    /// Like [`poll`](Self::poll), but sends again after the backoff while the response is
+    /// `retriable` (a retriable whole-response error code) and the deadline has not passed.
+    pub(crate) fn poll_retrying(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        deadline: Deadline,
+        retriable: impl Fn(&R::Response) -> bool,
+    ) -> Option<Result<R::Response, AdminError>> {
+        loop {
+            let resp = match self.poll(cx, deadline)? {
+                Ok(resp) => resp,
+                Err(e) => return Some(Err(e)),
+            };
+            if retriable(&resp) && !deadline.passed(cx) {
+                self.retry(cx);
+                continue;
+            }
+            return Some(Ok(resp));
+        }
+    }
+
     /// Sends again after the retry backoff (for a retriable error inside the response).
     pub(crate) fn retry(&mut self, cx: &mut OpContext<'_>) {
         if let Some(id) = self.id.take() {

@@ -14,6 +14,7 @@
 //! [`Client::start_op`]: crate::client::Client::start_op
 
 mod call;
+mod items;
 mod methods;
 
 pub mod configs;
@@ -30,6 +31,7 @@ pub use call::RawRequest;
 pub(crate) use call::{Call, Deadline};
 pub use configs::*;
 pub use groups::*;
+pub(crate) use items::{Absorbed, Batch, ItemResults, Items};
 pub use offsets::*;
 pub use replicas::*;
 pub use security::*;
@@ -75,6 +77,12 @@ fn kafka_error_text(code: KafkaCode, message: Option<&str>) -> String {
 }
 
 impl AdminError {
+    /// The [`Protocol`](AdminError::Protocol) error of an item (`what`: "topic",
+    /// "partition"...) that a response left out.
+    pub(crate) fn missing(what: &str) -> AdminError {
+        AdminError::Protocol(format!("{what} missing from response"))
+    }
+
     /// `Err` for a nonzero error code, with the broker's message.
     pub fn check(code: i16, message: Option<&str>) -> Result<(), AdminError> {
         if code == 0 {
@@ -123,6 +131,22 @@ impl TopicPartition {
             partition,
         }
     }
+}
+
+/// Groups per-partition wire items by topic (topics in name order, partitions in the
+/// given order): one `topic(name, partitions)` per topic, for the nested requests.
+pub(crate) fn per_topic<'a, P, T>(
+    items: impl IntoIterator<Item = (&'a TopicPartition, P)>,
+    mut topic: impl FnMut(String, Vec<P>) -> T,
+) -> Vec<T> {
+    let mut grouped: std::collections::BTreeMap<&str, Vec<P>> = Default::default();
+    for (tp, item) in items {
+        grouped.entry(&tp.topic).or_default().push(item);
+    }
+    grouped
+        .into_iter()
+        .map(|(name, items)| topic(name.to_owned(), items))
+        .collect()
 }
 
 /// The time limit of an operation: `default.api.timeout.ms` unless overridden; fixed

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use self::fanout::{Answer, FanOut, PerLeader};
-use super::{AdminError, OpContext, Operation, Timeout, TopicPartition};
+use super::{per_topic, AdminError, OpContext, Operation, Timeout, TopicPartition};
 use crate::protocol::messages::delete_records::request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
@@ -89,17 +89,21 @@ impl PerLeader for ListOffsetsApi {
     type Value = ListedOffset;
 
     fn request(&self, items: &[(TopicPartition, OffsetSpec)], cx: &OpContext<'_>) -> Self::Request {
-        let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
-        for (tp, spec) in items {
-            topics
-                .entry(tp.topic.as_str())
-                .or_default()
-                .push(ListOffsetsPartition {
+        let topics = per_topic(
+            items.iter().map(|(tp, spec)| {
+                let partition = ListOffsetsPartition {
                     partition_index: tp.partition,
                     timestamp: spec.wire(),
                     ..Default::default()
-                });
-        }
+                };
+                (tp, partition)
+            }),
+            |name, partitions| ListOffsetsTopic {
+                name,
+                partitions,
+                ..Default::default()
+            },
+        );
         ListOffsetsRequest {
             // -1: a client, not a follower.
             replica_id: -1,
@@ -107,14 +111,7 @@ impl PerLeader for ListOffsetsApi {
                 IsolationLevel::ReadUncommitted => 0,
                 IsolationLevel::ReadCommitted => 1,
             },
-            topics: topics
-                .into_iter()
-                .map(|(name, partitions)| ListOffsetsTopic {
-                    name: name.to_string(),
-                    partitions,
-                    ..Default::default()
-                })
-                .collect(),
+            topics,
             timeout_ms: self.timeout.as_ms(cx),
             ..Default::default()
         }
@@ -199,26 +196,23 @@ impl PerLeader for DeleteRecordsApi {
     type Value = i64;
 
     fn request(&self, items: &[(TopicPartition, i64)], cx: &OpContext<'_>) -> Self::Request {
-        let mut topics: BTreeMap<&str, Vec<DeleteRecordsPartition>> = BTreeMap::new();
-        for (tp, before) in items {
-            topics
-                .entry(tp.topic.as_str())
-                .or_default()
-                .push(DeleteRecordsPartition {
+        let topics = per_topic(
+            items.iter().map(|(tp, before)| {
+                let partition = DeleteRecordsPartition {
                     partition_index: tp.partition,
                     offset: *before,
                     ..Default::default()
-                });
-        }
+                };
+                (tp, partition)
+            }),
+            |name, partitions| DeleteRecordsTopic {
+                name,
+                partitions,
+                ..Default::default()
+            },
+        );
         DeleteRecordsRequest {
-            topics: topics
-                .into_iter()
-                .map(|(name, partitions)| DeleteRecordsTopic {
-                    name: name.to_string(),
-                    partitions,
-                    ..Default::default()
-                })
-                .collect(),
+            topics,
             timeout_ms: self.timeout.as_ms(cx),
             ..Default::default()
         }

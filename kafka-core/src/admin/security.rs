@@ -65,18 +65,13 @@ where
         cx: &mut OpContext<'_>,
     ) -> Option<Result<R::Response, AdminError>> {
         let deadline = self.timeout.deadline(cx);
-        loop {
-            let resp = match self.call.poll(cx, deadline)? {
-                Ok(r) => r,
-                Err(e) => return Some(Err(e)),
-            };
-            let (code, message) = resp.top_level_error();
-            if KafkaCode(code).is_retriable() && !deadline.passed(cx) {
-                self.call.retry(cx);
-                continue;
-            }
-            return Some(AdminError::check(code, message).map(|()| resp));
-        }
+        let retriable = |r: &R::Response| KafkaCode(r.top_level_error().0).is_retriable();
+        let resp = match self.call.poll_retrying(cx, deadline, retriable)? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let (code, message) = resp.top_level_error();
+        Some(AdminError::check(code, message).map(|()| resp))
     }
 }
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{AdminError, Call, OpContext, Operation, Timeout};
+use super::{Absorbed, AdminError, Batch, Call, ItemResults, Items, OpContext, Operation, Timeout};
 use crate::cluster::Route;
 use crate::protocol::messages::create_topics::request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
@@ -130,22 +130,20 @@ pub struct CreatedTopic {
 /// NOT_CONTROLLER or THROTTLING_QUOTA_EXCEEDED are retried until the deadline.
 #[derive(Debug)]
 pub struct CreateTopics {
-    call: Option<Call<CreateTopicsRequest>>,
+    items: Items<CreateTopicsRequest, String, CreatedTopic>,
     topics: Vec<NewTopic>,
     validate_only: bool,
     timeout: Timeout,
-    results: BTreeMap<String, Result<CreatedTopic, AdminError>>,
 }
 
 impl CreateTopics {
     /// Creates `topics`.
     pub fn new(topics: impl IntoIterator<Item = NewTopic>) -> Self {
         CreateTopics {
-            call: None,
+            items: Items::new("topic"),
             topics: topics.into_iter().collect(),
             validate_only: false,
             timeout: Timeout::default(),
-            results: BTreeMap::new(),
         }
     }
 
@@ -160,80 +158,54 @@ impl CreateTopics {
         self.timeout.set(limit);
         self
     }
+}
 
-    fn absorb(&mut self, resp: CreateTopicsResponse) -> Vec<String> {
-        let mut retry = Vec::new();
-        for t in resp.topics {
-            if controller_retriable(t.error_code) {
-                retry.push(t.name);
-                continue;
-            }
-            let result = AdminError::check(t.error_code, t.error_message.as_deref()).map(|()| {
-                CreatedTopic {
-                    topic_id: t.topic_id,
-                    partitions: t.num_partitions,
-                    replication_factor: t.replication_factor,
-                    configs: t
-                        .configs
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|c| (c.name, c.value))
-                        .collect(),
-                }
-            });
-            self.results.insert(t.name, result);
+fn absorb_created(
+    batch: Batch<'_, String, CreatedTopic>,
+    resp: CreateTopicsResponse,
+) -> Absorbed<String> {
+    let mut retry = Vec::new();
+    for t in resp.topics {
+        if controller_retriable(t.error_code) {
+            retry.push(t.name);
+            continue;
         }
-        retry
+        let result =
+            AdminError::check(t.error_code, t.error_message.as_deref()).map(|()| CreatedTopic {
+                topic_id: t.topic_id,
+                partitions: t.num_partitions,
+                replication_factor: t.replication_factor,
+                configs: t
+                    .configs
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|c| (c.name, c.value))
+                    .collect(),
+            });
+        batch.results.insert(t.name, result);
     }
+    Absorbed::Retry(retry)
 }
 
 impl Operation for CreateTopics {
-    type Output = Result<BTreeMap<String, Result<CreatedTopic, AdminError>>, AdminError>;
+    type Output = Result<ItemResults<String, CreatedTopic>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        if self.topics.is_empty() {
-            return Some(Ok(BTreeMap::new()));
-        }
-        let call = self.call.get_or_insert_with(|| {
+        if !self.items.started() && !self.topics.is_empty() {
             let request = CreateTopicsRequest {
                 topics: self.topics.iter().map(NewTopic::to_wire).collect(),
                 timeout_ms: self.timeout.as_ms(cx),
                 validate_only: self.validate_only,
                 ..Default::default()
             };
-            Call::new(Route::Controller, request)
-        });
-        let outcome = call.poll(cx, deadline)?;
-        let retry = match outcome {
-            Ok(resp) => self.absorb(resp),
-            // Nothing answered for this attempt: a whole-call failure unless earlier
-            // attempts already settled some topics.
-            Err(e) if self.results.is_empty() => return Some(Err(e)),
-            Err(e) => {
-                for t in &self.topics {
-                    self.results.entry(t.name.clone()).or_insert(Err(e.clone()));
-                }
-                Vec::new()
-            }
-        };
-        if !retry.is_empty() && !deadline.passed(cx) {
-            let call = self.call.as_mut()?;
-            call.request_mut()
-                .topics
-                .retain(|t| retry.contains(&t.name));
-            call.retry(cx);
-            return self.poll(cx);
+            let names = self.topics.iter().map(|t| t.name.clone()).collect();
+            self.items.start(Route::Controller, request, names);
         }
-        for name in retry {
-            self.results.insert(name, Err(AdminError::Timeout));
-        }
-        for t in &self.topics {
-            self.results
-                .entry(t.name.clone())
-                .or_insert_with(|| Err(AdminError::Protocol("topic missing from response".into())));
-        }
-        Some(Ok(std::mem::take(&mut self.results)))
+        self.items
+            .poll(cx, deadline, absorb_created, |request, retry| {
+                request.topics.retain(|t| retry.contains(&t.name));
+            })
     }
 }
 
@@ -318,14 +290,11 @@ impl Operation for DescribeCluster {
             .call
             .request_mut()
             .include_cluster_authorized_operations;
-        let resp: DescribeClusterResponse = match self.call.poll(cx, deadline)? {
+        let retriable = |r: &DescribeClusterResponse| KafkaCode(r.error_code).is_retriable();
+        let resp = match self.call.poll_retrying(cx, deadline, retriable)? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
-        if KafkaCode(resp.error_code).is_retriable() && !deadline.passed(cx) {
-            self.call.retry(cx);
-            return self.poll(cx);
-        }
         Some(
             AdminError::check(resp.error_code, resp.error_message.as_deref()).map(|()| {
                 ClusterDescription {

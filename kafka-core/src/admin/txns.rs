@@ -7,7 +7,6 @@ use std::time::Duration;
 use super::groups::keyed::{AllBrokers, Keyed, Step};
 use super::{AdminError, Call, OpContext, Operation, Timeout, TopicPartition};
 use crate::cluster::Route;
-use crate::conn::RequestError;
 use crate::protocol::messages::describe_producers::request::TopicRequest;
 use crate::protocol::messages::describe_producers::{
     DescribeProducersRequest, DescribeProducersResponse,
@@ -88,9 +87,7 @@ fn producers(
         .flat_map(|t| t.partitions)
         .find(|p| p.partition_index == tp.partition);
     let Some(p) = found else {
-        return Step::Done(Err(AdminError::Protocol(
-            "partition missing from response".into(),
-        )));
+        return Step::Done(Err(AdminError::missing("partition")));
     };
     let code = KafkaCode(p.error_code);
     let err = || AdminError::Kafka {
@@ -215,9 +212,7 @@ fn described_txn(
         .into_iter()
         .find(|s| s.transactional_id == id)
     else {
-        return Step::Done(Err(AdminError::Protocol(
-            "transactional id missing from response".into(),
-        )));
+        return Step::Done(Err(AdminError::missing("transactional id")));
     };
     if let Some(step) = super::groups::keyed::coordinator_step(cx, id, s.error_code, None) {
         return step;
@@ -381,33 +376,13 @@ impl Operation for ListTransactions {
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        let per_broker =
-            match self
-                .fanout
-                .poll(cx, deadline, |broker, _, outcome, _| match outcome {
-                    Ok(resp) => listed(*broker, resp),
-                    Err(AdminError::Request(RequestError::Encode(e))) => Step::Done(Err(
-                        AdminError::Invalid(format!("filter not supported by this broker: {e}")),
-                    )),
-                    Err(e) => Step::Done(Err(e)),
-                })? {
-                Ok(m) => m,
-                Err(e) => return Some(Err(e)),
-            };
-        let mut out = TransactionListings::default();
-        for (broker, result) in per_broker {
-            match result {
-                Ok(list) => {
-                    for t in list {
-                        out.transactions.insert(t.transactional_id.clone(), t);
-                    }
-                }
-                Err(e) => {
-                    out.errors.insert(broker, e);
-                }
-            }
-        }
-        Some(Ok(out))
+        let listing = self
+            .fanout
+            .poll_listing(cx, deadline, listed, |t| t.transactional_id.clone())?;
+        Some(listing.map(|(transactions, errors)| TransactionListings {
+            transactions,
+            errors,
+        }))
     }
 }
 

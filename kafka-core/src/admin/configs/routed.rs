@@ -92,11 +92,9 @@ impl<A: ConfigApi> Routed<A> {
                         }
                     }
                     for resource in sent {
-                        self.results.entry(resource).or_insert_with(|| {
-                            Err(AdminError::Protocol(
-                                "resource missing from response".into(),
-                            ))
-                        });
+                        self.results
+                            .entry(resource)
+                            .or_insert_with(|| Err(AdminError::missing("resource")));
                     }
                 }
                 Err(e) => {

@@ -276,9 +276,7 @@ impl Operation for DescribeConsumerGroups {
                 Err(e) => return Step::Done(Err(e)),
             };
             let Some(g) = find(resp.groups, |g| &g.group_id, group) else {
-                return Step::Done(Err(AdminError::Protocol(
-                    "group missing from response".into(),
-                )));
+                return Step::Done(Err(AdminError::missing("group")));
             };
             if let Some(step) =
                 coordinator_step(cx, group, g.error_code, g.error_message.as_deref())
@@ -306,9 +304,7 @@ impl Operation for DescribeConsumerGroups {
                 Err(e) => return Step::Done(Err(e)),
             };
             let Some(g) = find(resp.groups, |g| &g.group_id, group) else {
-                return Step::Done(Err(AdminError::Protocol(
-                    "group missing from response".into(),
-                )));
+                return Step::Done(Err(AdminError::missing("group")));
             };
             if let Some(step) =
                 coordinator_step(cx, group, g.error_code, g.error_message.as_deref())

@@ -301,10 +301,7 @@ impl Operation for ListConsumerGroupOffsets {
             let mut settled = BatchResults::new();
             for g in groups {
                 let Some(i) = resp.groups.iter().position(|r| &r.group_id == g) else {
-                    settled.insert(
-                        g.clone(),
-                        Err(AdminError::Protocol("group missing from response".into())),
-                    );
+                    settled.insert(g.clone(), Err(AdminError::missing("group")));
                     continue;
                 };
                 let one = OffsetFetchResponse {

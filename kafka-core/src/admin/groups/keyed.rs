@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::admin::{AdminError, Call, Deadline, OpContext};
 use crate::cluster::Route;
+use crate::conn::RequestError;
 use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use crate::protocol::{KafkaCode, Request};
 
@@ -235,5 +236,47 @@ where
         } else {
             None
         }
+    }
+}
+
+/// Every broker's list merged by key (a later broker's entry wins), and the brokers
+/// whose answer is missing, with why.
+pub(crate) type Listing<K, T> = (BTreeMap<K, T>, BTreeMap<i32, AdminError>);
+
+impl<R, T> AllBrokers<R, Vec<T>>
+where
+    R: Request + Clone + Send + Sync + 'static,
+    R::Response: Send + 'static,
+{
+    /// Polls a listing: `absorb` turns one broker's answer into its list, `key` names an
+    /// entry. A broker that cannot encode the request (a filter it does not support)
+    /// fails with [`AdminError::Invalid`].
+    pub(crate) fn poll_listing<K: Ord>(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        deadline: Deadline,
+        mut absorb: impl FnMut(i32, R::Response) -> Step<Vec<T>>,
+        key: impl Fn(&T) -> K,
+    ) -> Option<Result<Listing<K, T>, AdminError>> {
+        let per_broker = match self.poll(cx, deadline, |broker, _, outcome, _| match outcome {
+            Ok(resp) => absorb(*broker, resp),
+            Err(AdminError::Request(RequestError::Encode(e))) => Step::Done(Err(
+                AdminError::Invalid(format!("filter not supported by this broker: {e}")),
+            )),
+            Err(e) => Step::Done(Err(e)),
+        })? {
+            Ok(m) => m,
+            Err(e) => return Some(Err(e)),
+        };
+        let (mut entries, mut errors) = (BTreeMap::new(), BTreeMap::new());
+        for (broker, result) in per_broker {
+            match result {
+                Ok(list) => entries.extend(list.into_iter().map(|t| (key(&t), t))),
+                Err(e) => {
+                    errors.insert(broker, e);
+                }
+            }
+        }
+        Some(Ok((entries, errors)))
     }
 }

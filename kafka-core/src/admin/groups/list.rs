@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use super::keyed::{AllBrokers, Step};
 use crate::admin::{AdminError, OpContext, Operation, Timeout};
-use crate::conn::RequestError;
 use crate::protocol::messages::list_groups::{ListGroupsRequest, ListGroupsResponse};
 use crate::protocol::KafkaCode;
 
@@ -122,31 +121,12 @@ impl Operation for ListConsumerGroups {
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        let per_broker = match self
-            .fanout
-            .poll(cx, deadline, |_, _, outcome, _| match outcome {
-                Ok(resp) => absorb_list(resp),
-                Err(AdminError::Request(RequestError::Encode(e))) => Step::Done(Err(
-                    AdminError::Invalid(format!("filter not supported by this broker: {e}")),
-                )),
-                Err(e) => Step::Done(Err(e)),
-            })? {
-            Ok(m) => m,
-            Err(e) => return Some(Err(e)),
-        };
-        let mut out = ConsumerGroupListings::default();
-        for (broker, result) in per_broker {
-            match result {
-                Ok(groups) => {
-                    for g in groups {
-                        out.groups.insert(g.group_id.clone(), g);
-                    }
-                }
-                Err(e) => {
-                    out.errors.insert(broker, e);
-                }
-            }
-        }
-        Some(Ok(out))
+        let listing = self.fanout.poll_listing(
+            cx,
+            deadline,
+            |_, resp| absorb_list(resp),
+            |g| g.group_id.clone(),
+        )?;
+        Some(listing.map(|(groups, errors)| ConsumerGroupListings { groups, errors }))
     }
 }

@@ -39,9 +39,7 @@ impl DeleteConsumerGroups {
 
 fn group_deleted(cx: &mut OpContext<'_>, group: &str, resp: DeleteGroupsResponse) -> Step<()> {
     let Some(r) = resp.results.into_iter().find(|r| r.group_id == group) else {
-        return Step::Done(Err(AdminError::Protocol(
-            "group missing from response".into(),
-        )));
+        return Step::Done(Err(AdminError::missing("group")));
     };
     if let Some(step) = coordinator_step(cx, group, r.error_code, None) {
         return step;
@@ -187,7 +185,7 @@ fn members_left(
             .find(|r| m.matches(&r.member_id, r.group_instance_id.as_deref()));
         let result = match answer {
             Some(r) => AdminError::check(r.error_code, None),
-            None => Err(AdminError::Protocol("member missing from response".into())),
+            None => Err(AdminError::missing("member")),
         };
         out.insert(m.clone(), result);
     }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::keyed::{coordinator_step, Keyed, Step};
-use crate::admin::{AdminError, Call, OpContext, Operation, Timeout, TopicPartition};
+use crate::admin::{per_topic, AdminError, Call, OpContext, Operation, Timeout, TopicPartition};
 use crate::cluster::Route;
 use crate::conn::RequestError;
 use crate::protocol::messages::offset_commit::request::{
@@ -92,32 +92,27 @@ impl AlterConsumerGroupOffsets {
     }
 
     fn request(&self) -> OffsetCommitRequest {
-        let mut topics: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
-        for (tp, o) in &self.offsets {
-            topics
-                .entry(&tp.topic)
-                .or_default()
-                .push(OffsetCommitRequestPartition {
-                    partition_index: tp.partition,
-                    committed_offset: o.offset,
-                    committed_leader_epoch: o.leader_epoch.unwrap_or(-1),
-                    committed_metadata: Some(o.metadata.clone()),
-                    ..Default::default()
-                });
-        }
+        let partitions = self.offsets.iter().map(|(tp, o)| {
+            let partition = OffsetCommitRequestPartition {
+                partition_index: tp.partition,
+                committed_offset: o.offset,
+                committed_leader_epoch: o.leader_epoch.unwrap_or(-1),
+                committed_metadata: Some(o.metadata.clone()),
+                ..Default::default()
+            };
+            (tp, partition)
+        });
+        let topics = per_topic(partitions, |name, partitions| OffsetCommitRequestTopic {
+            name,
+            partitions,
+            ..Default::default()
+        });
         OffsetCommitRequest {
             group_id: self.group.clone(),
             generation_id_or_member_epoch: -1,
             member_id: String::new(),
             group_instance_id: None,
-            topics: topics
-                .into_iter()
-                .map(|(name, partitions)| OffsetCommitRequestTopic {
-                    name: name.to_string(),
-                    partitions,
-                    ..Default::default()
-                })
-                .collect(),
+            topics,
             ..Default::default()
         }
     }
@@ -188,11 +183,8 @@ impl Operation for AlterConsumerGroupOffsets {
             None => BTreeMap::new(),
         };
         for tp in self.offsets.keys() {
-            out.entry(tp.clone()).or_insert_with(|| {
-                Err(AdminError::Protocol(
-                    "partition missing from response".into(),
-                ))
-            });
+            out.entry(tp.clone())
+                .or_insert_with(|| Err(AdminError::missing("partition")));
         }
         Some(Ok(out))
     }
@@ -300,11 +292,8 @@ impl Operation for DeleteConsumerGroupOffsets {
             None => BTreeMap::new(),
         };
         for tp in &self.partitions {
-            out.entry(tp.clone()).or_insert_with(|| {
-                Err(AdminError::Protocol(
-                    "partition missing from response".into(),
-                ))
-            });
+            out.entry(tp.clone())
+                .or_insert_with(|| Err(AdminError::missing("partition")));
         }
         Some(Ok(out))
     }

@@ -128,7 +128,7 @@ impl<P: PerLeader> FanOut<P> {
                         self.settle(cx, a);
                     }
                     for tp in unanswered {
-                        let e = AdminError::Protocol("partition missing from response".into());
+                        let e = AdminError::missing("partition");
                         self.finish(tp, Err(e));
                     }
                 }

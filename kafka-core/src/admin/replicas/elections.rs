@@ -1,10 +1,13 @@
 //! ElectLeaders: preferred or unclean leader elections, by the controller.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::admin::topics::controller_retriable;
-use crate::admin::{AdminError, Call, OpContext, Operation, Timeout, TopicPartition};
+use crate::admin::{
+    per_topic, Absorbed, AdminError, Batch, ItemResults, Items, OpContext, Operation, Timeout,
+    TopicPartition,
+};
 use crate::cluster::Route;
 use crate::protocol::messages::elect_leaders::request::TopicPartitions;
 use crate::protocol::messages::elect_leaders::{ElectLeadersRequest, ElectLeadersResponse};
@@ -42,9 +45,8 @@ pub struct ElectLeaders {
     election_type: ElectionType,
     /// `None`: every partition.
     partitions: Option<BTreeSet<TopicPartition>>,
-    call: Option<Call<ElectLeadersRequest>>,
+    items: Items<ElectLeadersRequest, TopicPartition, ()>,
     timeout: Timeout,
-    results: BTreeMap<TopicPartition, Result<(), AdminError>>,
 }
 
 impl ElectLeaders {
@@ -56,9 +58,8 @@ impl ElectLeaders {
         ElectLeaders {
             election_type,
             partitions: Some(partitions.into_iter().collect()),
-            call: None,
+            items: Items::new("partition"),
             timeout: Timeout::default(),
-            results: BTreeMap::new(),
         }
     }
 
@@ -78,18 +79,14 @@ impl ElectLeaders {
 
     fn request(&self, timeout_ms: i32) -> ElectLeadersRequest {
         let topic_partitions = self.partitions.as_ref().map(|set| {
-            let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-            for tp in set {
-                by_topic.entry(&tp.topic).or_default().push(tp.partition);
-            }
-            by_topic
-                .into_iter()
-                .map(|(topic, partitions)| TopicPartitions {
-                    topic: topic.to_owned(),
+            per_topic(
+                set.iter().map(|tp| (tp, tp.partition)),
+                |topic, partitions| TopicPartitions {
+                    topic,
                     partitions,
                     ..Default::default()
-                })
-                .collect()
+                },
+            )
         });
         ElectLeadersRequest {
             election_type: self.election_type.code(),
@@ -98,83 +95,54 @@ impl ElectLeaders {
             ..Default::default()
         }
     }
+}
 
-    /// Records the per-partition results; returns the partitions to send again.
-    fn absorb(&mut self, resp: ElectLeadersResponse) -> Vec<TopicPartition> {
-        let mut retry = Vec::new();
-        for t in resp.replica_election_results {
-            for p in t.partition_result {
-                let tp = TopicPartition::new(&t.topic, p.partition_id);
-                if controller_retriable(p.error_code) {
-                    retry.push(tp);
-                    continue;
-                }
-                let result = AdminError::check(p.error_code, p.error_message.as_deref());
-                self.results.insert(tp, result);
+/// Records the per-partition results; says what to send again.
+fn absorb_elected(
+    batch: Batch<'_, TopicPartition, ()>,
+    resp: ElectLeadersResponse,
+) -> Absorbed<TopicPartition> {
+    if controller_retriable(resp.error_code) && !batch.expired {
+        return Absorbed::Again;
+    }
+    if let Err(e) = AdminError::check(resp.error_code, None) {
+        return Absorbed::Failed(e);
+    }
+    let mut retry = Vec::new();
+    for t in resp.replica_election_results {
+        for p in t.partition_result {
+            let tp = TopicPartition::new(&t.topic, p.partition_id);
+            if controller_retriable(p.error_code) {
+                retry.push(tp);
+                continue;
             }
+            let result = AdminError::check(p.error_code, p.error_message.as_deref());
+            batch.results.insert(tp, result);
         }
-        retry
     }
-
-    fn finish(&mut self) -> BTreeMap<TopicPartition, Result<(), AdminError>> {
-        for tp in self.partitions.iter().flatten() {
-            self.results.entry(tp.clone()).or_insert_with(|| {
-                Err(AdminError::Protocol(
-                    "partition missing from response".into(),
-                ))
-            });
-        }
-        std::mem::take(&mut self.results)
-    }
+    Absorbed::Retry(retry)
 }
 
 impl Operation for ElectLeaders {
-    type Output = Result<BTreeMap<TopicPartition, Result<(), AdminError>>, AdminError>;
+    type Output = Result<ItemResults<TopicPartition, ()>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        if self.partitions.as_ref().is_some_and(BTreeSet::is_empty) {
-            return Some(Ok(BTreeMap::new()));
-        }
-        if self.call.is_none() {
+        if !self.items.started() && !self.partitions.as_ref().is_some_and(BTreeSet::is_empty) {
             let request = self.request(self.timeout.as_ms(cx));
-            self.call = Some(Call::new(Route::Controller, request));
+            let pending = self.partitions.iter().flatten().cloned().collect();
+            self.items.start(Route::Controller, request, pending);
         }
-        let outcome = self.call.as_mut()?.poll(cx, deadline)?;
-        let resp = match outcome {
-            Ok(resp) => resp,
-            Err(e) if self.results.is_empty() => return Some(Err(e)),
-            Err(e) => {
-                for tp in self.partitions.iter().flatten() {
-                    self.results.entry(tp.clone()).or_insert(Err(e.clone()));
+        self.items
+            .poll(cx, deadline, absorb_elected, |request, retry| {
+                if let Some(topics) = request.topic_partitions.as_mut() {
+                    for t in topics.iter_mut() {
+                        t.partitions
+                            .retain(|&p| retry.contains(&TopicPartition::new(&t.topic, p)));
+                    }
+                    topics.retain(|t| !t.partitions.is_empty());
                 }
-                return Some(Ok(self.finish()));
-            }
-        };
-        if controller_retriable(resp.error_code) && !deadline.passed(cx) {
-            self.call.as_mut()?.retry(cx);
-            return self.poll(cx);
-        }
-        if let Err(e) = AdminError::check(resp.error_code, None) {
-            return Some(Err(e));
-        }
-        let retry = self.absorb(resp);
-        if !retry.is_empty() && !deadline.passed(cx) {
-            let call = self.call.as_mut()?;
-            if let Some(topics) = call.request_mut().topic_partitions.as_mut() {
-                for t in topics.iter_mut() {
-                    t.partitions
-                        .retain(|&p| retry.contains(&TopicPartition::new(&t.topic, p)));
-                }
-                topics.retain(|t| !t.partitions.is_empty());
-            }
-            call.retry(cx);
-            return self.poll(cx);
-        }
-        for tp in retry {
-            self.results.insert(tp, Err(AdminError::Timeout));
-        }
-        Some(Ok(self.finish()))
+            })
     }
 }
 
@@ -237,13 +205,14 @@ mod tests {
                 TopicPartition::new("t", 3),
             ],
         );
-        let retry = op.absorb(response(&[
+        let pending = op.partitions.iter().flatten().cloned().collect();
+        let resp = response(&[
             ("t", 0, KafkaCode::NONE),
             ("t", 1, KafkaCode::ELECTION_NOT_NEEDED),
             ("t", 2, KafkaCode::NOT_CONTROLLER),
-        ]));
-        assert_eq!(retry, vec![TopicPartition::new("t", 2)]);
-        let results = op.finish();
+        ]);
+        let (retry, results) = op.items.absorb_then_finish(pending, resp, absorb_elected);
+        assert_eq!(retry, Absorbed::Retry(vec![TopicPartition::new("t", 2)]));
         assert_eq!(results[&TopicPartition::new("t", 0)], Ok(()));
         assert_eq!(
             results[&TopicPartition::new("t", 1)]

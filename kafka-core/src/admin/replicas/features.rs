@@ -262,9 +262,9 @@ impl UpdateFeatures {
             })
             .collect();
         for name in self.updates.keys() {
-            results.entry(name.clone()).or_insert_with(|| {
-                Err(AdminError::Protocol("feature missing from response".into()))
-            });
+            results
+                .entry(name.clone())
+                .or_insert_with(|| Err(AdminError::missing("feature")));
         }
         results
     }
@@ -282,15 +282,9 @@ impl Operation for UpdateFeatures {
             let request = self.request(self.timeout.as_ms(cx));
             self.call = Some(Call::new(Route::Controller, request));
         }
-        let resp = match self.call.as_mut()?.poll(cx, deadline)? {
-            Ok(resp) => resp,
-            Err(e) => return Some(Err(e)),
-        };
-        if controller_retriable(resp.error_code) && !deadline.passed(cx) {
-            self.call.as_mut()?.retry(cx);
-            return self.poll(cx);
-        }
-        Some(Ok(self.results(resp)))
+        let call = self.call.as_mut()?;
+        let outcome = call.poll_retrying(cx, deadline, |r| controller_retriable(r.error_code))?;
+        Some(outcome.map(|resp| self.results(resp)))
     }
 }
 

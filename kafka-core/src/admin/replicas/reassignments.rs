@@ -4,7 +4,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::admin::topics::controller_retriable;
-use crate::admin::{AdminError, Call, OpContext, Operation, Timeout, TopicPartition};
+use crate::admin::{
+    per_topic, Absorbed, AdminError, Batch, Call, ItemResults, Items, OpContext, Operation,
+    Timeout, TopicPartition,
+};
 use crate::cluster::Route;
 use crate::protocol::messages::alter_partition_reassignments::request::{
     ReassignablePartition, ReassignableTopic,
@@ -43,9 +46,8 @@ fn unrepresentable(tp: &TopicPartition) -> Option<AdminError> {
 pub struct AlterPartitionReassignments {
     reassignments: BTreeMap<TopicPartition, Option<Vec<i32>>>,
     allow_replication_factor_change: bool,
-    call: Option<Call<AlterPartitionReassignmentsRequest>>,
+    items: Items<AlterPartitionReassignmentsRequest, TopicPartition, ()>,
     timeout: Timeout,
-    results: BTreeMap<TopicPartition, Result<(), AdminError>>,
 }
 
 impl AlterPartitionReassignments {
@@ -56,9 +58,8 @@ impl AlterPartitionReassignments {
         AlterPartitionReassignments {
             reassignments: reassignments.into_iter().collect(),
             allow_replication_factor_change: true,
-            call: None,
+            items: Items::new("partition"),
             timeout: Timeout::default(),
-            results: BTreeMap::new(),
         }
     }
 
@@ -78,124 +79,100 @@ impl AlterPartitionReassignments {
     /// The request for the representable partitions (the others get their error now);
     /// `None` if nothing is left to send.
     fn request(&mut self, timeout_ms: i32) -> Option<AlterPartitionReassignmentsRequest> {
-        let mut by_topic: BTreeMap<&str, Vec<ReassignablePartition>> = BTreeMap::new();
+        let mut wire = Vec::new();
         for (tp, replicas) in &self.reassignments {
             if let Some(e) = unrepresentable(tp) {
-                self.results.insert(tp.clone(), Err(e));
+                self.items.settle(tp.clone(), Err(e));
                 continue;
             }
-            by_topic
-                .entry(&tp.topic)
-                .or_default()
-                .push(ReassignablePartition {
-                    partition_index: tp.partition,
-                    replicas: replicas.clone(),
-                    ..Default::default()
-                });
+            let partition = ReassignablePartition {
+                partition_index: tp.partition,
+                replicas: replicas.clone(),
+                ..Default::default()
+            };
+            wire.push((tp, partition));
         }
-        if by_topic.is_empty() {
+        if wire.is_empty() {
             return None;
         }
         Some(AlterPartitionReassignmentsRequest {
             timeout_ms,
             allow_replication_factor_change: self.allow_replication_factor_change,
-            topics: by_topic
-                .into_iter()
-                .map(|(name, partitions)| ReassignableTopic {
-                    name: name.to_owned(),
-                    partitions,
-                    ..Default::default()
-                })
-                .collect(),
+            topics: per_topic(wire, |name, partitions| ReassignableTopic {
+                name,
+                partitions,
+                ..Default::default()
+            }),
             ..Default::default()
         })
     }
+}
 
-    /// Records the per-partition results; returns the partitions to send again.
-    fn absorb(&mut self, resp: AlterPartitionReassignmentsResponse) -> Vec<TopicPartition> {
-        let top = AdminError::check(resp.error_code, resp.error_message.as_deref());
-        let mut retry = Vec::new();
-        for t in resp.responses {
-            for p in t.partitions {
-                let tp = TopicPartition::new(&t.name, p.partition_index);
-                if !self.reassignments.contains_key(&tp) {
+/// Records the per-partition results; says what to send again.
+fn absorb_reassigned(
+    reassignments: &BTreeMap<TopicPartition, Option<Vec<i32>>>,
+    batch: Batch<'_, TopicPartition, ()>,
+    resp: AlterPartitionReassignmentsResponse,
+) -> Absorbed<TopicPartition> {
+    if controller_retriable(resp.error_code) && !batch.expired {
+        return Absorbed::Again;
+    }
+    let top = AdminError::check(resp.error_code, resp.error_message.as_deref());
+    let mut retry = Vec::new();
+    for t in resp.responses {
+        for p in t.partitions {
+            let tp = TopicPartition::new(&t.name, p.partition_index);
+            if !reassignments.contains_key(&tp) {
+                continue;
+            }
+            let result = match &top {
+                Err(e) => Err(e.clone()),
+                Ok(()) if controller_retriable(p.error_code) => {
+                    retry.push(tp);
                     continue;
                 }
-                let result = match &top {
-                    Err(e) => Err(e.clone()),
-                    Ok(()) if controller_retriable(p.error_code) => {
-                        retry.push(tp);
-                        continue;
-                    }
-                    Ok(()) => AdminError::check(p.error_code, p.error_message.as_deref()),
-                };
-                self.results.insert(tp, result);
-            }
+                Ok(()) => AdminError::check(p.error_code, p.error_message.as_deref()),
+            };
+            batch.results.insert(tp, result);
         }
-        // A whole-response error also stands for the partitions it did not list.
-        if let Err(e) = top {
-            for tp in self.reassignments.keys() {
-                self.results.entry(tp.clone()).or_insert(Err(e.clone()));
-            }
-        }
-        retry
     }
-
-    fn finish(&mut self) -> BTreeMap<TopicPartition, Result<(), AdminError>> {
-        for tp in self.reassignments.keys() {
-            self.results.entry(tp.clone()).or_insert_with(|| {
-                Err(AdminError::Protocol(
-                    "partition missing from response".into(),
-                ))
-            });
+    // A whole-response error also stands for the partitions it did not list.
+    if let Err(e) = top {
+        for tp in reassignments.keys() {
+            batch.results.entry(tp.clone()).or_insert(Err(e.clone()));
         }
-        std::mem::take(&mut self.results)
     }
+    Absorbed::Retry(retry)
 }
 
 impl Operation for AlterPartitionReassignments {
-    type Output = Result<BTreeMap<TopicPartition, Result<(), AdminError>>, AdminError>;
+    type Output = Result<ItemResults<TopicPartition, ()>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        if self.call.is_none() {
-            match self.request(self.timeout.as_ms(cx)) {
-                Some(request) => self.call = Some(Call::new(Route::Controller, request)),
-                None => return Some(Ok(self.finish())),
+        if !self.items.started() {
+            if let Some(request) = self.request(self.timeout.as_ms(cx)) {
+                let pending = self
+                    .reassignments
+                    .keys()
+                    .filter(|tp| unrepresentable(tp).is_none())
+                    .cloned()
+                    .collect();
+                self.items.start(Route::Controller, request, pending);
             }
         }
-        let outcome = self.call.as_mut()?.poll(cx, deadline)?;
-        let resp = match outcome {
-            Ok(resp) => resp,
-            // Nothing answered: a whole-call failure unless some partitions are settled.
-            Err(e) if self.results.is_empty() => return Some(Err(e)),
-            Err(e) => {
-                for tp in self.reassignments.keys() {
-                    self.results.entry(tp.clone()).or_insert(Err(e.clone()));
-                }
-                return Some(Ok(self.finish()));
-            }
+        let reassignments = &self.reassignments;
+        let absorb = |batch: Batch<'_, TopicPartition, ()>, resp| {
+            absorb_reassigned(reassignments, batch, resp)
         };
-        if controller_retriable(resp.error_code) && !deadline.passed(cx) {
-            self.call.as_mut()?.retry(cx);
-            return self.poll(cx);
-        }
-        let retry = self.absorb(resp);
-        if !retry.is_empty() && !deadline.passed(cx) {
-            let call = self.call.as_mut()?;
-            let topics = &mut call.request_mut().topics;
+        self.items.poll(cx, deadline, absorb, |request, retry| {
+            let topics = &mut request.topics;
             for t in topics.iter_mut() {
                 t.partitions
                     .retain(|p| retry.contains(&TopicPartition::new(&t.name, p.partition_index)));
             }
             topics.retain(|t| !t.partitions.is_empty());
-            call.retry(cx);
-            return self.poll(cx);
-        }
-        for tp in retry {
-            self.results.insert(tp, Err(AdminError::Timeout));
-        }
-        Some(Ok(self.finish()))
+        })
     }
 }
 
@@ -247,20 +224,14 @@ impl ListPartitionReassignments {
 
     fn request(&self, timeout_ms: i32) -> ListPartitionReassignmentsRequest {
         let topics = self.partitions.as_ref().map(|set| {
-            let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-            for tp in set {
-                by_topic.entry(&tp.topic).or_default().push(tp.partition);
-            }
-            by_topic
-                .into_iter()
-                .map(
-                    |(name, partition_indexes)| ListPartitionReassignmentsTopics {
-                        name: name.to_owned(),
-                        partition_indexes,
-                        ..Default::default()
-                    },
-                )
-                .collect()
+            per_topic(
+                set.iter().map(|tp| (tp, tp.partition)),
+                |name, partition_indexes| ListPartitionReassignmentsTopics {
+                    name,
+                    partition_indexes,
+                    ..Default::default()
+                },
+            )
         });
         ListPartitionReassignmentsRequest {
             timeout_ms,
@@ -309,15 +280,9 @@ impl Operation for ListPartitionReassignments {
             let request = self.request(self.timeout.as_ms(cx));
             self.call = Some(Call::new(Route::Controller, request));
         }
-        let resp = match self.call.as_mut()?.poll(cx, deadline)? {
-            Ok(resp) => resp,
-            Err(e) => return Some(Err(e)),
-        };
-        if controller_retriable(resp.error_code) && !deadline.passed(cx) {
-            self.call.as_mut()?.retry(cx);
-            return self.poll(cx);
-        }
-        Some(ongoing(resp))
+        let call = self.call.as_mut()?;
+        let outcome = call.poll_retrying(cx, deadline, |r| controller_retriable(r.error_code))?;
+        Some(outcome.and_then(ongoing))
     }
 }
 
@@ -354,6 +319,18 @@ mod tests {
         }
     }
 
+    /// Absorbs `resp` about the representable partitions, then finishes.
+    fn absorb(
+        op: &mut AlterPartitionReassignments,
+        resp: AlterPartitionReassignmentsResponse,
+    ) -> (Absorbed<TopicPartition>, ItemResults<TopicPartition, ()>) {
+        let pending = op.reassignments.keys().cloned().collect();
+        let reassignments = &op.reassignments;
+        op.items.absorb_then_finish(pending, resp, |batch, resp| {
+            absorb_reassigned(reassignments, batch, resp)
+        })
+    }
+
     fn op() -> AlterPartitionReassignments {
         AlterPartitionReassignments::new([
             (TopicPartition::new("t", 0), Some(vec![1])),
@@ -371,7 +348,7 @@ mod tests {
         assert_eq!(req.topics[0].partitions.len(), 3);
         assert_eq!(req.topics[0].partitions[1].replicas, None);
         assert!(matches!(
-            op.results[&TopicPartition::new("", 0)],
+            op.items.results()[&TopicPartition::new("", 0)],
             Err(AdminError::Invalid(_))
         ));
         let mut only_bad = AlterPartitionReassignments::new([(TopicPartition::new("t", -1), None)]);
@@ -382,16 +359,18 @@ mod tests {
     fn per_partition_results_and_retries() {
         let mut op = op();
         op.request(1000);
-        let retry = op.absorb(alter_response(
-            KafkaCode::NONE,
-            &[
-                (0, KafkaCode::NONE),
-                (1, KafkaCode::NO_REASSIGNMENT_IN_PROGRESS),
-                (2, KafkaCode::NOT_CONTROLLER),
-            ],
-        ));
-        assert_eq!(retry, vec![TopicPartition::new("t", 2)]);
-        let results = op.finish();
+        let (retry, results) = absorb(
+            &mut op,
+            alter_response(
+                KafkaCode::NONE,
+                &[
+                    (0, KafkaCode::NONE),
+                    (1, KafkaCode::NO_REASSIGNMENT_IN_PROGRESS),
+                    (2, KafkaCode::NOT_CONTROLLER),
+                ],
+            ),
+        );
+        assert_eq!(retry, Absorbed::Retry(vec![TopicPartition::new("t", 2)]));
         assert_eq!(results[&TopicPartition::new("t", 0)], Ok(()));
         assert_eq!(
             results[&TopicPartition::new("t", 1)]
@@ -406,12 +385,14 @@ mod tests {
     fn top_level_error_stands_for_every_partition() {
         let mut op = op();
         op.request(1000);
-        let retry = op.absorb(alter_response(
-            KafkaCode::CLUSTER_AUTHORIZATION_FAILED,
-            &[(0, KafkaCode::NONE)],
-        ));
-        assert!(retry.is_empty());
-        let results = op.finish();
+        let (retry, results) = absorb(
+            &mut op,
+            alter_response(
+                KafkaCode::CLUSTER_AUTHORIZATION_FAILED,
+                &[(0, KafkaCode::NONE)],
+            ),
+        );
+        assert_eq!(retry, Absorbed::Retry(Vec::new()));
         for p in 0..3 {
             assert_eq!(
                 results[&TopicPartition::new("t", p)]

@@ -1,50 +1,45 @@
 //! ACL operations: CreateAcls, DescribeAcls, DeleteAcls.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType,
     ResourcePattern, ResourceType, Single, TopLevelError,
 };
-use crate::admin::{AdminError, Call, OpContext, Operation, Timeout};
+use crate::admin::{AdminError, Batch, ItemResults, Items, OpContext, Operation, Timeout};
 use crate::cluster::Route;
-use crate::protocol::messages::create_acls::CreateAclsRequest;
+use crate::protocol::messages::create_acls::{CreateAclsRequest, CreateAclsResponse};
 use crate::protocol::messages::delete_acls::response::DeleteAclsFilterResult;
-use crate::protocol::messages::delete_acls::DeleteAclsRequest;
+use crate::protocol::messages::delete_acls::{DeleteAclsRequest, DeleteAclsResponse};
 use crate::protocol::messages::describe_acls::{DescribeAclsRequest, DescribeAclsResponse};
-use crate::protocol::KafkaCode;
 
 /// Creates ACL bindings (CreateAcls to any broker). Bindings with filter-only or
 /// unknown values fail locally; retriable per-binding errors are retried until the
 /// deadline.
 #[derive(Debug)]
 pub struct CreateAcls {
-    call: Option<Call<CreateAclsRequest>>,
-    /// Bindings in the request being sent, in its order.
-    pending: Vec<AclBinding>,
+    items: Items<CreateAclsRequest, AclBinding, ()>,
+    /// The valid bindings, to send.
+    bindings: Vec<AclBinding>,
     timeout: Timeout,
-    results: BTreeMap<AclBinding, Result<(), AdminError>>,
 }
 
 impl CreateAcls {
     /// Creates `bindings` (duplicates are sent once).
     pub fn new(bindings: impl IntoIterator<Item = AclBinding>) -> Self {
-        let mut results = BTreeMap::new();
-        let mut pending = Vec::new();
+        let mut items = Items::new("binding");
+        let mut valid = Vec::new();
         for b in bindings.into_iter().collect::<BTreeSet<_>>() {
             match b.invalid() {
-                Some(why) => {
-                    results.insert(b, Err(AdminError::Invalid(why)));
-                }
-                None => pending.push(b),
+                Some(why) => items.settle(b, Err(AdminError::Invalid(why))),
+                None => valid.push(b),
             }
         }
         CreateAcls {
-            call: None,
-            pending,
+            items,
+            bindings: valid,
             timeout: Timeout::default(),
-            results,
         }
     }
 
@@ -56,63 +51,28 @@ impl CreateAcls {
 }
 
 impl Operation for CreateAcls {
-    type Output = Result<BTreeMap<AclBinding, Result<(), AdminError>>, AdminError>;
+    type Output = Result<ItemResults<AclBinding, ()>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        loop {
-            if self.pending.is_empty() {
-                return Some(Ok(std::mem::take(&mut self.results)));
-            }
-            let pending = &self.pending;
-            let call = self.call.get_or_insert_with(|| {
-                let request = CreateAclsRequest {
-                    creations: pending.iter().map(AclBinding::to_wire).collect(),
-                    ..Default::default()
-                };
-                Call::new(Route::Any, request)
-            });
-            let resp = match call.poll(cx, deadline)? {
-                Ok(resp) => resp,
-                Err(e) if self.results.is_empty() => return Some(Err(e)),
-                Err(e) => {
-                    for b in self.pending.drain(..) {
-                        self.results.insert(b, Err(e.clone()));
-                    }
-                    continue;
-                }
+        if !self.items.started() && !self.bindings.is_empty() {
+            let request = CreateAclsRequest {
+                creations: self.bindings.iter().map(AclBinding::to_wire).collect(),
+                ..Default::default()
             };
-            if resp.results.len() != self.pending.len() {
-                let e = AdminError::Protocol(format!(
-                    "{} results for {} bindings",
-                    resp.results.len(),
-                    self.pending.len()
-                ));
-                for b in self.pending.drain(..) {
-                    self.results.insert(b, Err(e.clone()));
-                }
-                continue;
-            }
-            let mut retry = Vec::new();
-            for (b, r) in std::mem::take(&mut self.pending)
-                .into_iter()
-                .zip(resp.results)
-            {
-                if KafkaCode(r.error_code).is_retriable() && !deadline.passed(cx) {
-                    retry.push(b);
-                } else {
-                    self.results.insert(
-                        b,
-                        AdminError::check(r.error_code, r.error_message.as_deref()),
-                    );
-                }
-            }
-            if !retry.is_empty() {
-                call.request_mut().creations = retry.iter().map(AclBinding::to_wire).collect();
-                call.retry(cx);
-            }
-            self.pending = retry;
+            self.items.start(Route::Any, request, self.bindings.clone());
         }
+        let absorb = |batch: Batch<'_, AclBinding, ()>, resp: CreateAclsResponse| {
+            batch.in_order(
+                resp.results,
+                "bindings",
+                |r| r.error_code,
+                |r| AdminError::check(r.error_code, r.error_message.as_deref()),
+            )
+        };
+        self.items.poll(cx, deadline, absorb, |request, retry| {
+            request.creations = retry.iter().map(AclBinding::to_wire).collect();
+        })
     }
 }
 
@@ -203,30 +163,27 @@ pub struct DeletedAcl {
 /// deadline.
 #[derive(Debug)]
 pub struct DeleteAcls {
-    call: Option<Call<DeleteAclsRequest>>,
-    pending: Vec<AclBindingFilter>,
+    items: Items<DeleteAclsRequest, AclBindingFilter, Vec<DeletedAcl>>,
+    /// The valid filters, to send.
+    filters: Vec<AclBindingFilter>,
     timeout: Timeout,
-    results: BTreeMap<AclBindingFilter, Result<Vec<DeletedAcl>, AdminError>>,
 }
 
 impl DeleteAcls {
     /// Deletes what `filters` match (duplicate filters are sent once).
     pub fn new(filters: impl IntoIterator<Item = AclBindingFilter>) -> Self {
-        let mut results = BTreeMap::new();
-        let mut pending = Vec::new();
+        let mut items = Items::new("filter");
+        let mut valid = Vec::new();
         for f in filters.into_iter().collect::<BTreeSet<_>>() {
             match f.invalid() {
-                Some(e) => {
-                    results.insert(f, Err(e));
-                }
-                None => pending.push(f),
+                Some(e) => items.settle(f, Err(e)),
+                None => valid.push(f),
             }
         }
         DeleteAcls {
-            call: None,
-            pending,
+            items,
+            filters: valid,
             timeout: Timeout::default(),
-            results,
         }
     }
 
@@ -261,67 +218,31 @@ fn deleted(r: DeleteAclsFilterResult) -> Result<Vec<DeletedAcl>, AdminError> {
 }
 
 impl Operation for DeleteAcls {
-    type Output =
-        Result<BTreeMap<AclBindingFilter, Result<Vec<DeletedAcl>, AdminError>>, AdminError>;
+    type Output = Result<ItemResults<AclBindingFilter, Vec<DeletedAcl>>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        loop {
-            if self.pending.is_empty() {
-                return Some(Ok(std::mem::take(&mut self.results)));
-            }
-            let pending = &self.pending;
-            let call = self.call.get_or_insert_with(|| {
-                let request = DeleteAclsRequest {
-                    filters: pending
-                        .iter()
-                        .map(AclBindingFilter::to_delete_wire)
-                        .collect(),
-                    ..Default::default()
-                };
-                Call::new(Route::Any, request)
-            });
-            let resp = match call.poll(cx, deadline)? {
-                Ok(resp) => resp,
-                Err(e) if self.results.is_empty() => return Some(Err(e)),
-                Err(e) => {
-                    for f in self.pending.drain(..) {
-                        self.results.insert(f, Err(e.clone()));
-                    }
-                    continue;
-                }
+        if !self.items.started() && !self.filters.is_empty() {
+            let request = DeleteAclsRequest {
+                filters: self
+                    .filters
+                    .iter()
+                    .map(AclBindingFilter::to_delete_wire)
+                    .collect(),
+                ..Default::default()
             };
-            if resp.filter_results.len() != self.pending.len() {
-                let e = AdminError::Protocol(format!(
-                    "{} results for {} filters",
-                    resp.filter_results.len(),
-                    self.pending.len()
-                ));
-                for f in self.pending.drain(..) {
-                    self.results.insert(f, Err(e.clone()));
-                }
-                continue;
-            }
-            let mut retry = Vec::new();
-            for (f, r) in std::mem::take(&mut self.pending)
-                .into_iter()
-                .zip(resp.filter_results)
-            {
-                if KafkaCode(r.error_code).is_retriable() && !deadline.passed(cx) {
-                    retry.push(f);
-                } else {
-                    self.results.insert(f, deleted(r));
-                }
-            }
-            if !retry.is_empty() {
-                call.request_mut().filters =
-                    retry.iter().map(AclBindingFilter::to_delete_wire).collect();
-                call.retry(cx);
-            }
-            self.pending = retry;
+            self.items.start(Route::Any, request, self.filters.clone());
         }
+        let absorb = |batch: Batch<'_, AclBindingFilter, Vec<DeletedAcl>>,
+                      resp: DeleteAclsResponse| {
+            batch.in_order(resp.filter_results, "filters", |r| r.error_code, deleted)
+        };
+        self.items.poll(cx, deadline, absorb, |request, retry| {
+            request.filters = retry.iter().map(AclBindingFilter::to_delete_wire).collect();
+        })
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,9 +257,9 @@ mod tests {
         let mut bad = good.clone();
         bad.pattern.pattern_type = PatternType::Match;
         let op = CreateAcls::new([good.clone(), good.clone(), bad.clone()]);
-        assert_eq!(op.pending, vec![good.clone()]);
+        assert_eq!(op.bindings, vec![good.clone()]);
         assert!(matches!(
-            op.results.get(&bad),
+            op.items.results().get(&bad),
             Some(Err(AdminError::Invalid(_)))
         ));
         let f = good.to_filter();

@@ -4,10 +4,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{Single, TopLevelError};
-use crate::admin::{AdminError, Call, OpContext, Operation, Timeout};
+use crate::admin::{
+    Absorbed, AdminError, Batch, ItemResults, Items, OpContext, Operation, Timeout,
+};
 use crate::cluster::Route;
 use crate::protocol::messages::alter_client_quotas::request::{EntityData, EntryData, OpData};
-use crate::protocol::messages::alter_client_quotas::AlterClientQuotasRequest;
+use crate::protocol::messages::alter_client_quotas::{
+    AlterClientQuotasRequest, AlterClientQuotasResponse,
+};
 use crate::protocol::messages::describe_client_quotas::request::ComponentData;
 use crate::protocol::messages::describe_client_quotas::{
     DescribeClientQuotasRequest, DescribeClientQuotasResponse,
@@ -275,12 +279,10 @@ impl ClientQuotaAlteration {
 /// entity. Retriable per-entity errors are retried until the deadline.
 #[derive(Debug)]
 pub struct AlterClientQuotas {
-    call: Option<Call<AlterClientQuotasRequest>>,
+    items: Items<AlterClientQuotasRequest, ClientQuotaEntity, ()>,
     alterations: Vec<ClientQuotaAlteration>,
-    pending: BTreeSet<ClientQuotaEntity>,
     validate_only: bool,
     timeout: Timeout,
-    results: BTreeMap<ClientQuotaEntity, Result<(), AdminError>>,
 }
 
 impl AlterClientQuotas {
@@ -291,12 +293,10 @@ impl AlterClientQuotas {
             .map(|a| (a.entity.clone(), a))
             .collect();
         AlterClientQuotas {
-            call: None,
-            pending: by_entity.keys().cloned().collect(),
+            items: Items::new("entity"),
             alterations: by_entity.into_values().collect(),
             validate_only: false,
             timeout: Timeout::default(),
-            results: BTreeMap::new(),
         }
     }
 
@@ -313,70 +313,60 @@ impl AlterClientQuotas {
     }
 }
 
+/// Records the per-entity answers; returns the entities to send again.
+fn absorb_altered(
+    batch: Batch<'_, ClientQuotaEntity, ()>,
+    resp: AlterClientQuotasResponse,
+) -> Absorbed<ClientQuotaEntity> {
+    let mut unanswered: BTreeSet<&ClientQuotaEntity> = batch.pending.iter().collect();
+    let mut retry = Vec::new();
+    for r in resp.entries {
+        let entity = ClientQuotaEntity(
+            r.entity
+                .into_iter()
+                .map(|p| (p.entity_type, p.entity_name))
+                .collect(),
+        );
+        if !unanswered.remove(&entity) {
+            continue; // not asked (or answered twice)
+        }
+        if KafkaCode(r.error_code).is_retriable() && !batch.expired {
+            retry.push(entity);
+        } else {
+            let result = AdminError::check(r.error_code, r.error_message.as_deref());
+            batch.results.insert(entity, result);
+        }
+    }
+    Absorbed::Retry(retry)
+}
+
 impl Operation for AlterClientQuotas {
-    type Output = Result<BTreeMap<ClientQuotaEntity, Result<(), AdminError>>, AdminError>;
+    type Output = Result<ItemResults<ClientQuotaEntity, ()>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        loop {
-            if self.pending.is_empty() {
-                return Some(Ok(std::mem::take(&mut self.results)));
-            }
-            let (alterations, validate_only) = (&self.alterations, self.validate_only);
-            let call = self.call.get_or_insert_with(|| {
-                let request = AlterClientQuotasRequest {
-                    entries: alterations
-                        .iter()
-                        .map(ClientQuotaAlteration::to_wire)
-                        .collect(),
-                    validate_only,
-                    ..Default::default()
-                };
-                Call::new(Route::Any, request)
-            });
-            let resp = match call.poll(cx, deadline)? {
-                Ok(resp) => resp,
-                Err(e) if self.results.is_empty() => return Some(Err(e)),
-                Err(e) => {
-                    for entity in std::mem::take(&mut self.pending) {
-                        self.results.insert(entity, Err(e.clone()));
-                    }
-                    continue;
-                }
-            };
-            let mut retry = BTreeSet::new();
-            for r in resp.entries {
-                let entity = ClientQuotaEntity(
-                    r.entity
-                        .into_iter()
-                        .map(|p| (p.entity_type, p.entity_name))
-                        .collect(),
-                );
-                if !self.pending.remove(&entity) {
-                    continue; // not asked (or answered twice)
-                }
-                if KafkaCode(r.error_code).is_retriable() && !deadline.passed(cx) {
-                    retry.insert(entity);
-                } else {
-                    let result = AdminError::check(r.error_code, r.error_message.as_deref());
-                    self.results.insert(entity, result);
-                }
-            }
-            for entity in std::mem::take(&mut self.pending) {
-                let e = AdminError::Protocol("entity missing from response".into());
-                self.results.insert(entity, Err(e));
-            }
-            if !retry.is_empty() {
-                self.alterations.retain(|a| retry.contains(&a.entity));
-                call.request_mut().entries = self
+        if !self.items.started() && !self.alterations.is_empty() {
+            let request = AlterClientQuotasRequest {
+                entries: self
                     .alterations
                     .iter()
                     .map(ClientQuotaAlteration::to_wire)
-                    .collect();
-                call.retry(cx);
-            }
-            self.pending = retry;
+                    .collect(),
+                validate_only: self.validate_only,
+                ..Default::default()
+            };
+            let entities = self.alterations.iter().map(|a| a.entity.clone()).collect();
+            self.items.start(Route::Any, request, entities);
         }
+        let alterations = &mut self.alterations;
+        self.items
+            .poll(cx, deadline, absorb_altered, |request, retry| {
+                alterations.retain(|a| retry.contains(&a.entity));
+                request.entries = alterations
+                    .iter()
+                    .map(ClientQuotaAlteration::to_wire)
+                    .collect();
+            })
     }
 }
 

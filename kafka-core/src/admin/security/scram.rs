@@ -7,13 +7,17 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::{Single, TopLevelError};
-use crate::admin::{AdminError, Call, OpContext, Operation, Timeout};
+use crate::admin::{
+    Absorbed, AdminError, Batch, ItemResults, Items, OpContext, Operation, Timeout,
+};
 use crate::cluster::Route;
 use crate::conn::sasl::crypto::ScramHash;
 use crate::protocol::messages::alter_user_scram_credentials::request::{
     ScramCredentialDeletion, ScramCredentialUpsertion as WireUpsertion,
 };
-use crate::protocol::messages::alter_user_scram_credentials::AlterUserScramCredentialsRequest;
+use crate::protocol::messages::alter_user_scram_credentials::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+};
 use crate::protocol::messages::describe_user_scram_credentials::request::UserName;
 use crate::protocol::messages::describe_user_scram_credentials::{
     DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
@@ -181,7 +185,7 @@ impl Operation for DescribeUserScramCredentials {
             .collect();
         for u in &self.users {
             out.entry(u.clone())
-                .or_insert_with(|| Err(AdminError::Protocol("user missing from response".into())));
+                .or_insert_with(|| Err(AdminError::missing("user")));
         }
         Some(Ok(out))
     }
@@ -273,18 +277,16 @@ impl ScramCredentialAlteration {
 /// mechanisms of one user in separate operations.
 pub struct AlterUserScramCredentials {
     alterations: Vec<ScramCredentialAlteration>,
-    call: Option<Call<AlterUserScramCredentialsRequest>>,
-    pending: BTreeSet<String>,
+    items: Items<AlterUserScramCredentialsRequest, String, ()>,
     timeout: Timeout,
-    results: BTreeMap<String, Result<(), AdminError>>,
 }
 
 impl fmt::Debug for AlterUserScramCredentials {
     // The request holds salted passwords: show only who is pending.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AlterUserScramCredentials")
-            .field("pending", &self.pending)
-            .field("results", &self.results)
+            .field("pending", &self.items.pending())
+            .field("results", self.items.results())
             .finish_non_exhaustive()
     }
 }
@@ -294,10 +296,8 @@ impl AlterUserScramCredentials {
     pub fn new(alterations: impl IntoIterator<Item = ScramCredentialAlteration>) -> Self {
         AlterUserScramCredentials {
             alterations: alterations.into_iter().collect(),
-            call: None,
-            pending: BTreeSet::new(),
+            items: Items::new("user"),
             timeout: Timeout::default(),
-            results: BTreeMap::new(),
         }
     }
 
@@ -307,33 +307,32 @@ impl AlterUserScramCredentials {
         self
     }
 
-    /// The request for the alterations of users that pass local checks; the others get
-    /// their result now. Salting happens here, once.
-    fn build(&mut self) -> AlterUserScramCredentialsRequest {
+    /// The request for the alterations of users that pass local checks, and those users;
+    /// the others get their result now. Salting happens here, once.
+    fn build(&mut self) -> (AlterUserScramCredentialsRequest, Vec<String>) {
         let mut request = AlterUserScramCredentialsRequest::default();
+        let mut pending = BTreeSet::new();
         for a in std::mem::take(&mut self.alterations) {
             let user = a.user().to_string();
-            if self.results.contains_key(&user) {
+            if self.items.results().contains_key(&user) {
                 continue; // an earlier alteration of this user already failed
             }
             match wire(a) {
                 Ok(WireItem::Upsert(u)) => request.upsertions.push(u),
                 Ok(WireItem::Delete(d)) => request.deletions.push(d),
                 Err(e) => {
-                    self.results.insert(user, Err(e));
+                    self.items.settle(user, Err(e));
                     continue;
                 }
             }
-            self.pending.insert(user);
+            pending.insert(user);
         }
-        for user in self.results.keys() {
-            self.pending.remove(user);
+        for user in self.items.results().keys() {
+            pending.remove(user);
         }
-        request
-            .upsertions
-            .retain(|u| self.pending.contains(&u.name));
-        request.deletions.retain(|d| self.pending.contains(&d.name));
-        request
+        request.upsertions.retain(|u| pending.contains(&u.name));
+        request.deletions.retain(|d| pending.contains(&d.name));
+        (request, pending.into_iter().collect())
     }
 }
 
@@ -374,54 +373,43 @@ fn wire(a: ScramCredentialAlteration) -> Result<WireItem, AdminError> {
     }
 }
 
+/// Records the per-user answers; returns the users to send again.
+fn absorb_altered(
+    batch: Batch<'_, String, ()>,
+    resp: AlterUserScramCredentialsResponse,
+) -> Absorbed<String> {
+    let mut unanswered: BTreeSet<&String> = batch.pending.iter().collect();
+    let mut retry = Vec::new();
+    for r in resp.results {
+        if !unanswered.remove(&r.user) {
+            continue; // not asked (or answered twice)
+        }
+        if KafkaCode(r.error_code).is_retriable() && !batch.expired {
+            retry.push(r.user);
+        } else {
+            let result = AdminError::check(r.error_code, r.error_message.as_deref());
+            batch.results.insert(r.user, result);
+        }
+    }
+    Absorbed::Retry(retry)
+}
+
 impl Operation for AlterUserScramCredentials {
-    type Output = Result<BTreeMap<String, Result<(), AdminError>>, AdminError>;
+    type Output = Result<ItemResults<String, ()>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        if self.call.is_none() {
-            let request = self.build();
-            self.call = Some(Call::new(Route::Any, request));
+        if !self.items.started() {
+            let (request, pending) = self.build();
+            if !pending.is_empty() {
+                self.items.start(Route::Any, request, pending);
+            }
         }
-        loop {
-            if self.pending.is_empty() {
-                return Some(Ok(std::mem::take(&mut self.results)));
-            }
-            let call = self.call.as_mut()?;
-            let resp = match call.poll(cx, deadline)? {
-                Ok(resp) => resp,
-                Err(e) if self.results.is_empty() => return Some(Err(e)),
-                Err(e) => {
-                    for u in std::mem::take(&mut self.pending) {
-                        self.results.insert(u, Err(e.clone()));
-                    }
-                    continue;
-                }
-            };
-            let mut retry = BTreeSet::new();
-            for r in resp.results {
-                if !self.pending.remove(&r.user) {
-                    continue; // not asked (or answered twice)
-                }
-                if KafkaCode(r.error_code).is_retriable() && !deadline.passed(cx) {
-                    retry.insert(r.user);
-                } else {
-                    let result = AdminError::check(r.error_code, r.error_message.as_deref());
-                    self.results.insert(r.user, result);
-                }
-            }
-            for u in std::mem::take(&mut self.pending) {
-                let e = AdminError::Protocol("user missing from response".into());
-                self.results.insert(u, Err(e));
-            }
-            if !retry.is_empty() {
-                let request = call.request_mut();
+        self.items
+            .poll(cx, deadline, absorb_altered, |request, retry| {
                 request.upsertions.retain(|u| retry.contains(&u.name));
                 request.deletions.retain(|d| retry.contains(&d.name));
-                call.retry(cx);
-            }
-            self.pending = retry;
-        }
+            })
     }
 }
 
@@ -484,15 +472,18 @@ mod tests {
             ScramCredentialAlteration::delete("", ScramMechanism::ScramSha512),
             ScramCredentialAlteration::delete("gone", ScramMechanism::Unknown(7)),
         ]);
-        let request = op.build();
+        let (request, pending) = op.build();
         assert_eq!(request.upsertions.len(), 1);
         assert_eq!(request.upsertions[0].name, "ok");
         assert_eq!(request.upsertions[0].salted_password.len(), 32);
         assert!(request.deletions.is_empty());
-        assert_eq!(op.pending.iter().collect::<Vec<_>>(), ["ok"]);
+        assert_eq!(pending, ["ok"]);
         for user in ["bad", "", "gone"] {
             assert!(
-                matches!(op.results.get(user), Some(Err(AdminError::Invalid(_)))),
+                matches!(
+                    op.items.results().get(user),
+                    Some(Err(AdminError::Invalid(_)))
+                ),
                 "{user}"
             );
         }

@@ -1,10 +1,11 @@
 //! DeleteTopics, by name or by topic id.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{controller_retriable, TopicKey};
-use crate::admin::{AdminError, Call, OpContext, Operation, Timeout};
+use crate::admin::{
+    Absorbed, AdminError, Batch, ItemResults, Items, OpContext, Operation, Timeout,
+};
 use crate::cluster::Route;
 use crate::protocol::messages::delete_topics::request::DeleteTopicState;
 use crate::protocol::messages::delete_topics::{DeleteTopicsRequest, DeleteTopicsResponse};
@@ -16,10 +17,9 @@ use crate::protocol::Uuid;
 /// with UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID (by id).
 #[derive(Debug)]
 pub struct DeleteTopics<K: TopicKey = String> {
-    call: Option<Call<DeleteTopicsRequest>>,
+    items: Items<DeleteTopicsRequest, K, ()>,
     topics: Vec<K>,
     timeout: Timeout,
-    results: BTreeMap<K, Result<(), AdminError>>,
 }
 
 impl DeleteTopics<String> {
@@ -42,10 +42,9 @@ impl<K: TopicKey> DeleteTopics<K> {
         topics.sort();
         topics.dedup();
         DeleteTopics {
-            call: None,
+            items: Items::new("topic"),
             topics,
             timeout: Timeout::default(),
-            results: BTreeMap::new(),
         }
     }
 
@@ -54,74 +53,56 @@ impl<K: TopicKey> DeleteTopics<K> {
         self.timeout.set(limit);
         self
     }
+}
 
-    /// Records the answers; returns the topics to send again.
-    fn absorb(&mut self, resp: DeleteTopicsResponse) -> Vec<K> {
-        let mut retry = Vec::new();
-        for r in resp.responses {
-            let Some(key) = K::from_deleted(&r) else {
-                continue;
-            };
-            if !self.topics.contains(&key) {
-                continue;
-            }
-            if controller_retriable(r.error_code) {
-                retry.push(key);
-                continue;
-            }
-            let result = AdminError::check(r.error_code, r.error_message.as_deref());
-            self.results.insert(key, result);
+/// Records the answers; returns the topics to send again.
+fn absorb_deleted<K: TopicKey>(
+    topics: &[K],
+    batch: Batch<'_, K, ()>,
+    resp: DeleteTopicsResponse,
+) -> Absorbed<K> {
+    let mut retry = Vec::new();
+    for r in resp.responses {
+        let Some(key) = K::from_deleted(&r) else {
+            continue;
+        };
+        if !topics.contains(&key) {
+            continue;
         }
-        retry
+        if controller_retriable(r.error_code) {
+            retry.push(key);
+            continue;
+        }
+        let result = AdminError::check(r.error_code, r.error_message.as_deref());
+        batch.results.insert(key, result);
     }
+    Absorbed::Retry(retry)
 }
 
 impl<K: TopicKey> Operation for DeleteTopics<K> {
-    type Output = Result<BTreeMap<K, Result<(), AdminError>>, AdminError>;
+    type Output = Result<ItemResults<K, ()>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        if self.topics.is_empty() {
-            return Some(Ok(BTreeMap::new()));
-        }
         if self.topics.iter().any(TopicKey::is_unset) {
             return Some(Err(AdminError::Invalid(
                 "empty topic name or zero topic id".into(),
             )));
         }
-        let call = self.call.get_or_insert_with(|| {
+        if !self.items.started() && !self.topics.is_empty() {
             let request = DeleteTopicsRequest {
                 topics: self.topics.iter().map(TopicKey::delete_state).collect(),
                 timeout_ms: self.timeout.as_ms(cx),
                 ..Default::default()
             };
-            Call::new(Route::Controller, request)
-        });
-        let retry = match call.poll(cx, deadline)? {
-            Ok(resp) => self.absorb(resp),
-            Err(e) if self.results.is_empty() => return Some(Err(e)),
-            Err(e) => {
-                for t in &self.topics {
-                    self.results.entry(t.clone()).or_insert(Err(e.clone()));
-                }
-                Vec::new()
-            }
-        };
-        if !retry.is_empty() && !deadline.passed(cx) {
-            let call = self.call.as_mut()?;
+            self.items
+                .start(Route::Controller, request, self.topics.clone());
+        }
+        let topics = &self.topics;
+        let absorb = |batch: Batch<'_, K, ()>, resp| absorb_deleted(topics, batch, resp);
+        self.items.poll(cx, deadline, absorb, |request, retry| {
             let wanted: Vec<DeleteTopicState> = retry.iter().map(TopicKey::delete_state).collect();
-            call.request_mut().topics.retain(|t| wanted.contains(t));
-            call.retry(cx);
-            return self.poll(cx);
-        }
-        for key in retry {
-            self.results.insert(key, Err(AdminError::Timeout));
-        }
-        for t in &self.topics {
-            self.results
-                .entry(t.clone())
-                .or_insert_with(|| Err(AdminError::Protocol("topic missing from response".into())));
-        }
-        Some(Ok(std::mem::take(&mut self.results)))
+            request.topics.retain(|t| wanted.contains(t));
+        })
     }
 }

@@ -227,7 +227,7 @@ fn describe_results<K: TopicKey>(
     for k in wanted {
         results
             .entry(k.clone())
-            .or_insert_with(|| Err(AdminError::Protocol("topic missing from response".into())));
+            .or_insert_with(|| Err(AdminError::missing("topic")));
     }
     results
 }

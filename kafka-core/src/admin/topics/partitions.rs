@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::controller_retriable;
-use crate::admin::{AdminError, Call, OpContext, Operation, Timeout};
+use crate::admin::{
+    Absorbed, AdminError, Batch, ItemResults, Items, OpContext, Operation, Timeout,
+};
 use crate::cluster::Route;
 use crate::protocol::messages::create_partitions::request::{
     CreatePartitionsAssignment, CreatePartitionsTopic,
@@ -60,22 +62,20 @@ impl NewPartitions {
 /// with NOT_CONTROLLER or THROTTLING_QUOTA_EXCEEDED are retried until the deadline.
 #[derive(Debug)]
 pub struct CreatePartitions {
-    call: Option<Call<CreatePartitionsRequest>>,
+    items: Items<CreatePartitionsRequest, String, ()>,
     topics: BTreeMap<String, NewPartitions>,
     validate_only: bool,
     timeout: Timeout,
-    results: BTreeMap<String, Result<(), AdminError>>,
 }
 
 impl CreatePartitions {
     /// Increases the partitions of each topic (name → new partitions).
     pub fn new<S: Into<String>>(topics: impl IntoIterator<Item = (S, NewPartitions)>) -> Self {
         CreatePartitions {
-            call: None,
+            items: Items::new("topic"),
             topics: topics.into_iter().map(|(n, p)| (n.into(), p)).collect(),
             validate_only: false,
             timeout: Timeout::default(),
-            results: BTreeMap::new(),
         }
     }
 
@@ -90,67 +90,41 @@ impl CreatePartitions {
         self.timeout.set(limit);
         self
     }
-
-    fn absorb(&mut self, resp: CreatePartitionsResponse) -> Vec<String> {
-        let mut retry = Vec::new();
-        for r in resp.results {
-            if !self.topics.contains_key(&r.name) {
-                continue;
-            }
-            if controller_retriable(r.error_code) {
-                retry.push(r.name);
-                continue;
-            }
-            let result = AdminError::check(r.error_code, r.error_message.as_deref());
-            self.results.insert(r.name, result);
-        }
-        retry
-    }
 }
 
 impl Operation for CreatePartitions {
-    type Output = Result<BTreeMap<String, Result<(), AdminError>>, AdminError>;
+    type Output = Result<ItemResults<String, ()>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
         let deadline = self.timeout.deadline(cx);
-        if self.topics.is_empty() {
-            return Some(Ok(BTreeMap::new()));
-        }
-        let call = self.call.get_or_insert_with(|| {
+        if !self.items.started() && !self.topics.is_empty() {
             let request = CreatePartitionsRequest {
                 topics: self.topics.iter().map(|(n, p)| p.to_wire(n)).collect(),
                 timeout_ms: self.timeout.as_ms(cx),
                 validate_only: self.validate_only,
                 ..Default::default()
             };
-            Call::new(Route::Controller, request)
-        });
-        let retry = match call.poll(cx, deadline)? {
-            Ok(resp) => self.absorb(resp),
-            Err(e) if self.results.is_empty() => return Some(Err(e)),
-            Err(e) => {
-                for name in self.topics.keys() {
-                    self.results.entry(name.clone()).or_insert(Err(e.clone()));
+            let names = self.topics.keys().cloned().collect();
+            self.items.start(Route::Controller, request, names);
+        }
+        let topics = &self.topics;
+        let absorb = |batch: Batch<'_, String, ()>, resp: CreatePartitionsResponse| {
+            let mut retry = Vec::new();
+            for r in resp.results {
+                if !topics.contains_key(&r.name) {
+                    continue;
                 }
-                Vec::new()
+                if controller_retriable(r.error_code) {
+                    retry.push(r.name);
+                    continue;
+                }
+                let result = AdminError::check(r.error_code, r.error_message.as_deref());
+                batch.results.insert(r.name, result);
             }
+            Absorbed::Retry(retry)
         };
-        if !retry.is_empty() && !deadline.passed(cx) {
-            let call = self.call.as_mut()?;
-            call.request_mut()
-                .topics
-                .retain(|t| retry.contains(&t.name));
-            call.retry(cx);
-            return self.poll(cx);
-        }
-        for name in retry {
-            self.results.insert(name, Err(AdminError::Timeout));
-        }
-        for name in self.topics.keys() {
-            self.results
-                .entry(name.clone())
-                .or_insert_with(|| Err(AdminError::Protocol("topic missing from response".into())));
-        }
-        Some(Ok(std::mem::take(&mut self.results)))
+        self.items.poll(cx, deadline, absorb, |request, retry| {
+            request.topics.retain(|t| retry.contains(&t.name));
+        })
     }
 }
