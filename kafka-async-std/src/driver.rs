@@ -16,7 +16,7 @@ use futures_lite::future::or;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use kafka_core::client::{Client, ConnId};
 use kafka_core::config::ClientConfig;
-use kafka_driver::{os_seed, wall_clock, Hub, Outlet, SocketReport as Inbound};
+use kafka_driver::{wall_clock, Hub, Outlet, SocketReport as Inbound};
 
 use crate::{Error, Spawner};
 
@@ -59,7 +59,7 @@ impl Driver {
         spawner: Arc<Spawner>,
     ) -> Result<(Driver, Sender<Command>), Error> {
         let setup_timeout = config.common().socket_connection_setup_timeout;
-        let core = Client::new(config, os_seed())?;
+        let core = kafka_driver::new_client(config)?;
         let (commands_tx, commands) = unbounded();
         let (inbound_tx, inbound) = unbounded();
         let driver = Driver {

@@ -29,7 +29,7 @@ use kafka_core::cluster::Route;
 use kafka_core::config::ClientConfig;
 use kafka_core::conn::RequestError;
 use kafka_core::protocol::Request;
-use kafka_driver::{os_seed, Hub, Outlet, SocketReport};
+use kafka_driver::{Hub, Outlet, SocketReport};
 
 /// Why a blocking call failed.
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +74,7 @@ impl BlockingClient {
     pub fn new(config: ClientConfig) -> Result<Self, Error> {
         let setup_timeout = config.common().socket_connection_setup_timeout;
         let call_timeout = config.common().request_timeout * 2 + setup_timeout;
-        let core = Client::new(config, os_seed())?;
+        let core = kafka_driver::new_client(config)?;
         let (tx, rx) = channel();
         Ok(BlockingClient {
             hub: Hub::new(core),

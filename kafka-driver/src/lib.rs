@@ -5,14 +5,16 @@
 //! only what is really runtime-specific: opening sockets, the tasks that move bytes, the
 //! timer and the wait.
 //!
-//! The I/O the core must not do lives here too: [`os_seed`] (randomness for SCRAM nonces
-//! and jitter) and [`wall_clock`] (certificate validity).
+//! The I/O the core must not do lives here too: [`new_client`] (reads `ssl.*.location`
+//! files), [`os_seed`] (randomness for SCRAM nonces and jitter) and [`wall_clock`]
+//! (certificate validity).
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kafka_core::client::{Client, ConnId, IoCommand};
+use kafka_core::client::{Client, ClientError, ConnId, IoCommand};
+use kafka_core::config::ClientConfig;
 
 /// What a socket's task (or reader thread) tells its driver.
 #[derive(Debug)]
@@ -125,6 +127,15 @@ impl<O: Outlet> Hub<O> {
             outlet.close();
         }
     }
+}
+
+/// The core client for `config`, with the `ssl.*.location` files read from disk (the
+/// core opens no files) and fresh OS randomness as its seed.
+pub fn new_client(config: ClientConfig) -> Result<Client, ClientError> {
+    let config = config
+        .with_ssl_files_loaded(|path| std::fs::read(path))
+        .map_err(|e| ClientError::Config(e.to_string()))?;
+    Client::new(config, os_seed())
 }
 
 /// Time since the Unix epoch, for TLS certificate validity.

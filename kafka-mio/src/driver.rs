@@ -10,7 +10,7 @@ use mio::{Registry, Token};
 
 use kafka_core::client::{Client, ConnId, Event, IoCommand, OpId, Operation};
 use kafka_core::config::ClientConfig;
-use kafka_driver::{os_seed, wall_clock};
+use kafka_driver::wall_clock;
 
 use crate::socket::{ConnectState, Sock, TokenPool};
 use crate::{ConnectError, Error};
@@ -56,7 +56,7 @@ impl Driver {
         // The registry is only used once sockets exist; taking it here states the contract.
         let _ = registry;
         let setup_timeout = config.common().socket_connection_setup_timeout;
-        let core = Client::new(config, os_seed())?;
+        let core = kafka_driver::new_client(config)?;
         Ok(Driver {
             core,
             tokens: TokenPool::new(tokens),

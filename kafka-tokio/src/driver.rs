@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use kafka_core::client::{Client, ConnId};
 use kafka_core::config::ClientConfig;
-use kafka_driver::{os_seed, wall_clock, Hub, Outlet, SocketReport as Inbound};
+use kafka_driver::{wall_clock, Hub, Outlet, SocketReport as Inbound};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -44,7 +44,7 @@ impl Driver {
     /// A driver for `config` and the sender its handles use.
     pub(crate) fn new(config: ClientConfig) -> Result<(Driver, UnboundedSender<Command>), Error> {
         let setup_timeout = config.common().socket_connection_setup_timeout;
-        let core = Client::new(config, os_seed())?;
+        let core = kafka_driver::new_client(config)?;
         let (commands_tx, commands) = unbounded_channel();
         let (inbound_tx, inbound) = unbounded_channel();
         let driver = Driver {

@@ -172,6 +172,34 @@ fn wrong_password_fails_fast_with_the_brokers_message() {
 }
 
 #[test]
+fn ssl_material_from_location_files() {
+    let Some(_) = broker_or_skip("ssl_material_from_location_files") else {
+        return;
+    };
+    // The adapter reads `ssl.*.location` files (the core opens none): mTLS from files.
+    let mut c = client(&[
+        ("bootstrap.servers", var("KAFKA_SSL_BOOTSTRAP")),
+        ("security.protocol", "SSL".into()),
+        ("ssl.ca.location", var("KAFKA_SSL_CA_PEM")),
+        ("ssl.certificate.location", var("KAFKA_SSL_CLIENT_CERT_PEM")),
+        ("ssl.key.location", var("KAFKA_SSL_CLIENT_KEY_PEM")),
+    ]);
+    metadata_ok(&mut c);
+    let missing = BlockingClient::new(
+        ClientConfig::from_pairs([
+            ("bootstrap.servers", var("KAFKA_SSL_BOOTSTRAP").as_str()),
+            ("security.protocol", "SSL"),
+            ("ssl.ca.location", "/nonexistent/ca.pem"),
+        ])
+        .expect("config"),
+    );
+    let err = missing
+        .err()
+        .expect("a missing CA file fails at construction");
+    assert!(err.to_string().contains("ssl.ca.location"), "{err}");
+}
+
+#[test]
 fn ssl_with_and_without_client_certificate_and_sasl_ssl() {
     let Some(_) = broker_or_skip("ssl_with_and_without_client_certificate_and_sasl_ssl") else {
         return;

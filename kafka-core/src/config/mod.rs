@@ -90,6 +90,38 @@ impl ClientConfig {
         builder.build()
     }
 
+    /// Replaces the `ssl.*.location` files with their contents (`ssl.*.pem`), read with
+    /// `read` — the adapter's file access, since the core opens no files. A file that
+    /// cannot be read or is not UTF-8 is a [`ConfigError`] naming the key.
+    pub fn with_ssl_files_loaded(
+        mut self,
+        mut read: impl FnMut(&std::path::Path) -> std::io::Result<Vec<u8>>,
+    ) -> Result<ClientConfig, ConfigError> {
+        let ssl = &mut self.security.ssl;
+        let mut load = |key: &str, path: Option<std::path::PathBuf>| -> Result<_, ConfigError> {
+            let Some(path) = path else {
+                return Ok(None);
+            };
+            let shown = path.display().to_string();
+            let bytes = read(&path).map_err(|e| {
+                ConfigError::invalid(key, &shown, false, format!("cannot read: {e}"))
+            })?;
+            String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| ConfigError::invalid(key, &shown, false, "not UTF-8 PEM text".into()))
+        };
+        if let Some(pem) = load("ssl.ca.location", ssl.ca_location.take())? {
+            ssl.ca_pem = Some(pem);
+        }
+        if let Some(pem) = load("ssl.certificate.location", ssl.certificate_location.take())? {
+            ssl.certificate_pem = Some(pem);
+        }
+        if let Some(pem) = load("ssl.key.location", ssl.key_location.take())? {
+            ssl.key_pem = Some(crate::secret::Secret::new(pem));
+        }
+        Ok(self)
+    }
+
     /// Connection and client-wide settings.
     pub fn common(&self) -> &CommonConfig {
         &self.common

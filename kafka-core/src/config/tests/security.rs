@@ -142,3 +142,42 @@ fn tls_settings_are_checked_for_consistency_and_unused_without_tls() {
             .danger_accept_invalid_certs
     );
 }
+
+#[test]
+fn ssl_files_are_loaded_through_the_adapters_reader_and_errors_name_the_key() {
+    let config = ClientConfig::from_pairs([
+        ("bootstrap.servers", "b:9093"),
+        ("security.protocol", "SSL"),
+        ("ssl.ca.location", "/certs/ca.pem"),
+        ("ssl.certificate.location", "/certs/client.pem"),
+        ("ssl.key.location", "/certs/client.key"),
+    ])
+    .unwrap();
+    let mut asked = Vec::new();
+    let loaded = config
+        .clone()
+        .with_ssl_files_loaded(|path| {
+            asked.push(path.display().to_string());
+            Ok(match path.to_str() {
+                Some("/certs/client.key") => KEY.as_bytes().to_vec(),
+                _ => CERT.as_bytes().to_vec(),
+            })
+        })
+        .unwrap();
+    assert_eq!(asked.len(), 3);
+    let ssl = &loaded.security().ssl;
+    assert!(ssl.ca_location.is_none() && ssl.certificate_location.is_none());
+    assert!(ssl.key_location.is_none());
+    assert_eq!(ssl.ca_pem.as_deref(), Some(CERT));
+    assert_eq!(ssl.certificate_pem.as_deref(), Some(CERT));
+    assert_eq!(ssl.key_pem.as_ref().map(|k| k.expose()), Some(KEY));
+    assert!(
+        !format!("{loaded:?}").contains(KEY.trim()),
+        "the key stays redacted"
+    );
+
+    let err = config
+        .with_ssl_files_loaded(|_| Err(std::io::Error::from(std::io::ErrorKind::NotFound)))
+        .unwrap_err();
+    assert!(err.to_string().contains("ssl.ca.location"), "{err}");
+}
