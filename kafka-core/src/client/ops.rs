@@ -121,11 +121,6 @@ impl OpContext<'_> {
         self.client.invalidate_coordinator(key);
     }
 
-    /// Asks for a metadata refresh (e.g. to learn the address of a broker the cache lacks).
-    pub fn request_metadata(&mut self) {
-        self.client.request_metadata(self.now, std::iter::empty());
-    }
-
     /// The cached coordinator of a group (`key_type` 0) or transactional id (1), if known.
     pub fn coordinator(&self, key_type: i8, key: &str) -> Option<i32> {
         self.client

@@ -146,9 +146,8 @@ pub(crate) type PerBroker<T> = BTreeMap<i32, Result<T, AdminError>>;
 pub(crate) struct AllBrokers<R: Request, T> {
     request: R,
     metadata: Option<Call<MetadataRequest>>,
-    /// Brokers the Metadata answer listed, until the client can route to all of them.
+    /// Brokers the Metadata answer listed.
     listed: Vec<i32>,
-    next_refresh: Option<std::time::Instant>,
     brokers: Option<Keyed<i32, R, T>>,
 }
 
@@ -163,7 +162,6 @@ where
             request,
             metadata: None,
             listed: Vec::new(),
-            next_refresh: None,
             brokers: None,
         }
     }
@@ -209,21 +207,7 @@ where
             self.listed = resp.brokers.iter().map(|b| b.node_id).collect();
         }
         if self.brokers.is_none() {
-            // The client routes by node id from its own metadata: refresh it until it
-            // knows every listed broker (or the deadline passes; those then fail alone).
-            let unknown = self
-                .listed
-                .iter()
-                .any(|n| cx.metadata().broker(*n).is_none());
-            if unknown && !deadline.passed(cx) {
-                if self.next_refresh.is_none_or(|t| t <= cx.now()) {
-                    cx.request_metadata();
-                    let at = cx.now() + cx.retry_backoff(1);
-                    self.next_refresh = Some(at);
-                    cx.wake_at(at);
-                }
-                return None;
-            }
+            // Route::Broker waits in the client until its metadata knows the broker.
             let mut keyed = Keyed::new();
             for n in &self.listed {
                 keyed.insert(*n, Call::new(Route::Broker(*n), self.request.clone()));
