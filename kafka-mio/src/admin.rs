@@ -80,7 +80,7 @@ impl Admin {
                 .map_or(MAX_WAIT, |t| t.min(MAX_WAIT));
             if let Err(e) = looper.poll.poll(&mut looper.events, Some(wait)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    looper.driver.core_mut().cancel_op(id.raw());
+                    looper.driver.core_mut().cancel_op(id.untyped());
                     let cause = ConnError::Closed(format!("mio poll failed: {e}"));
                     return Err(AdminError::Request(RequestError::Connection(cause)));
                 }

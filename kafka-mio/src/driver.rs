@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use mio::event::Event as MioEvent;
 use mio::{Registry, Token};
 
-use kafka_core::client::{Client, ConnId, Event, IoCommand, OpId, Operation};
+use kafka_core::client::{Client, ConnId, Event, IoCommand, OpId, OpRef, Operation};
 use kafka_core::config::ClientConfig;
 use kafka_driver::wall_clock;
 
@@ -36,7 +36,7 @@ pub struct Driver {
     socks: HashMap<ConnId, Sock>,
     by_token: HashMap<Token, ConnId>,
     setup_timeout: Duration,
-    completed: VecDeque<u64>,
+    completed: VecDeque<OpRef>,
     events: VecDeque<Event>,
     /// Work was handed to the core outside a drain (`start`, `core_mut`).
     dirty: bool,
@@ -105,8 +105,8 @@ impl Driver {
         self.core.take_op_output(id)
     }
 
-    /// The raw id ([`OpId::raw`]) of the next finished operation.
-    pub fn poll_completed(&mut self) -> Option<u64> {
+    /// The handle of the next finished operation (compare with `OpId::untyped`).
+    pub fn poll_completed(&mut self) -> Option<OpRef> {
         self.completed.pop_front()
     }
 

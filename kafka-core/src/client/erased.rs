@@ -27,6 +27,8 @@ pub(crate) trait ErasedRequest: Send + Sync {
         client_id: Option<&str>,
     ) -> Result<(), EncodeError>;
     fn decode(&self, frame: Bytes, version: i16) -> Result<Decoded, DecodeError>;
+    /// The (default) response given to a request that expects none (acks=0).
+    fn empty_response(&self) -> Box<dyn Any + Send>;
 }
 
 impl<R> ErasedRequest for R
@@ -55,6 +57,10 @@ where
             error_code: resp.top_level_error_code(version),
             value: Box::new(resp),
         })
+    }
+
+    fn empty_response(&self) -> Box<dyn Any + Send> {
+        Box::new(R::Response::default())
     }
 }
 
@@ -92,10 +98,17 @@ impl<R> RequestId<R> {
             _type: PhantomData,
         }
     }
+}
 
-    /// The untyped id, as carried by [`super::Event::Response`].
-    pub fn raw(&self) -> u64 {
-        self.raw
+/// Names a finished application request in [`super::Event::Response`]; compare it with
+/// the [`RequestId`] the send returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ResponseReady(pub(crate) u64);
+
+impl ResponseReady {
+    /// Whether this is the completion of `id`.
+    pub fn is<R>(&self, id: RequestId<R>) -> bool {
+        self.0 == id.raw
     }
 }
 
@@ -179,5 +192,9 @@ impl ErasedRequest for CoordinatorLookup {
             frame,
             version,
         )
+    }
+
+    fn empty_response(&self) -> Box<dyn Any + Send> {
+        Box::new(crate::protocol::messages::find_coordinator::FindCoordinatorResponse::default())
     }
 }

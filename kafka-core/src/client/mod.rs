@@ -30,8 +30,8 @@
 //!     // ... for each writable socket: client.poll_transmit(now, conn, &mut buf); write it
 //!     // ... for each readable socket: client.handle_received(now, conn, &bytes)
 //!     while let Some(event) = client.poll_event() {
-//!         if let Event::Response(raw) = event {
-//!             if raw == id.raw() {
+//!         if let Event::Response(ready) = event {
+//!             if ready.is(id) {
 //!                 let metadata = client.take_response(id).unwrap().unwrap();
 //!                 println!("{} brokers", metadata.brokers.len());
 //!                 return;
@@ -46,8 +46,9 @@
 mod erased;
 mod ops;
 mod router;
+mod timers;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,12 +57,15 @@ use sha2::{Digest, Sha256};
 use crate::cluster::{Backoff, Lane, Metadata, Route};
 use crate::config::{ClientConfig, SecurityProtocol};
 use crate::conn::sasl::SaslCredentials;
-use crate::conn::{Auth, ConnConfig, ConnError, Connection, CredentialSource, RequestError, Token};
+use crate::conn::{
+    Auth, ConnConfig, ConnError, Connection, CredentialSource, RequestError, Shape, Token,
+};
 use crate::protocol::Request;
 
-pub use erased::RequestId;
 use erased::{ErasedRequest, Shared};
-pub use ops::{OpContext, OpId, Operation};
+pub use erased::{RequestId, ResponseReady};
+pub use ops::{Notice, OpContext, OpId, OpRef, Operation};
+use timers::{Timer, Timers};
 
 /// Opaque id of one socket the adapter owns on the client's behalf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -92,13 +96,16 @@ pub enum IoCommand {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Event {
-    /// A request finished (successfully or not): fetch it with [`Client::take_response`].
-    Response(u64),
+    /// A request the application sent finished (successfully or not): fetch it with
+    /// [`Client::take_response`]. Requests owned by machines never appear here.
+    Response(ResponseReady),
     /// Cluster metadata changed.
     MetadataUpdated,
-    /// An operation finished: its output went to its callback, or waits in
+    /// A machine finished: its output went to its callback, or waits in
     /// [`Client::take_op_output`].
-    OperationDone(u64),
+    OperationDone(OpRef),
+    /// A machine has something for the application (read it with [`Client::command`]).
+    Notify(OpRef),
     /// A connection to a broker failed.
     ConnectionFailed {
         /// The broker's node id (negative for bootstrap servers).
@@ -117,6 +124,55 @@ pub enum ClientError {
     Config(String),
 }
 
+/// How one request is sent and retried, beyond its route.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestOptions {
+    shape: Shape,
+    no_retry: bool,
+}
+
+impl RequestOptions {
+    /// Pins the version instead of the highest both sides support.
+    pub fn version(mut self, version: i16) -> Self {
+        self.shape.version = Some(version);
+        self
+    }
+
+    /// Waits up to `timeout` for the response once written, and up to `timeout` for a
+    /// route, instead of `request.timeout.ms` (JoinGroup up to the rebalance timeout,
+    /// long-poll fetches `fetch.max.wait.ms` plus the request timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.shape.timeout = Some(timeout);
+        self
+    }
+
+    /// The broker sends no response (Produce with acks=0): the request completes with a
+    /// default (empty) response as soon as it is handed to the socket.
+    pub fn no_response(mut self) -> Self {
+        self.shape.no_response = true;
+        self
+    }
+
+    /// The router never retries or reorders this request on its own: a connection
+    /// failure or a moved coordinator is reported to the owner, who decides (the
+    /// producer owns its sequencing and retries).
+    pub fn no_router_retry(mut self) -> Self {
+        self.no_retry = true;
+        self
+    }
+}
+
+/// Who a request belongs to: its completion goes there and nowhere else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// The application: completions become [`Event::Response`].
+    App,
+    /// A machine: completions wake it only.
+    Op(u64),
+    /// The router itself (metadata, coordinator lookups).
+    Internal(router::Internal),
+}
+
 #[derive(Debug)]
 enum Phase {
     Connecting,
@@ -129,13 +185,13 @@ struct Slot {
     lane: Lane,
     phase: Phase,
     /// Requests routed here before the socket connected.
-    waiting: Vec<(Token, Shared, Option<i16>)>,
+    waiting: Vec<(Token, Shared, Shape)>,
 }
 
 struct Pending {
     route: Route,
     request: Shared,
-    version: Option<i16>,
+    opts: RequestOptions,
     attempts: u32,
     /// Where it is now, if submitted.
     at: Option<(ConnId, Token)>,
@@ -143,7 +199,18 @@ struct Pending {
     give_up_at: Option<Instant>,
     /// When a parked request is retried.
     retry_at: Option<Instant>,
-    internal: Option<router::Internal>,
+    /// In its route's parked queue, waiting for metadata or a coordinator.
+    parked: bool,
+    owner: Owner,
+}
+
+impl Pending {
+    fn internal(&self) -> Option<&router::Internal> {
+        match &self.owner {
+            Owner::Internal(i) => Some(i),
+            _ => None,
+        }
+    }
 }
 
 /// The sans-IO Kafka client core. See the module docs for the drain order.
@@ -169,22 +236,32 @@ pub struct Client {
     retry: Backoff,
     metadata_due: Option<Instant>,
     metadata_in_flight: bool,
-    wanted_topics: std::collections::BTreeSet<String>,
+    /// Topics to keep in metadata, with when a request last routed to them (they expire
+    /// after `metadata.max.idle.ms`).
+    wanted_topics: BTreeMap<String, Instant>,
     #[cfg(feature = "tls")]
     tls: Option<crate::conn::tls::TlsClientConfig>,
     wall_clock: Duration,
     /// Coordinators to look up at the next `poll_io` (batched FindCoordinator).
-    lookups_wanted: std::collections::BTreeSet<(i8, String)>,
+    lookups_wanted: BTreeSet<(i8, String)>,
+    /// Coordinators whose lookup is in flight or waiting for its retry.
+    lookups_in_flight: HashSet<(i8, String)>,
+    /// Requests waiting for their route to resolve, per route, in arrival order.
+    parked: HashMap<Route, VecDeque<u64>>,
+    /// Every deadline, by reason.
+    timers: Timers,
+    /// Machines with a reason to be polled.
+    ready_ops: BTreeSet<u64>,
     /// The last `now` the core was given, for work deferred to `poll_io`.
     last_now: Option<Instant>,
     /// Running operations by id (ids shared with requests).
     ops: BTreeMap<u64, ops::OpSlot>,
     /// When the last metadata response arrived (refreshes are spaced by the retry backoff).
     metadata_at: Option<Instant>,
-    /// Requests whose responses nobody will take (dropped when they finish).
-    unwanted: std::collections::HashSet<u64>,
     /// Outputs of finished operations started with `start_op`.
     op_outputs: HashMap<u64, Box<dyn std::any::Any + Send>>,
+    /// Finished requests the application owns (the rest of `done` belongs to machines).
+    app_done: HashSet<u64>,
 }
 
 impl std::fmt::Debug for Client {
@@ -232,6 +309,10 @@ impl Client {
             tls,
             wall_clock: Duration::ZERO,
             lookups_wanted: Default::default(),
+            lookups_in_flight: Default::default(),
+            parked: HashMap::new(),
+            timers: Timers::default(),
+            ready_ops: BTreeSet::new(),
             last_now: None,
             bootstrap: c
                 .bootstrap_servers
@@ -265,7 +346,7 @@ impl Client {
             wanted_topics: Default::default(),
             ops: BTreeMap::new(),
             op_outputs: HashMap::new(),
-            unwanted: Default::default(),
+            app_done: HashSet::new(),
             metadata_at: None,
         })
     }
@@ -287,8 +368,7 @@ impl Client {
         R: Request + Send + Sync + 'static,
         R::Response: Send + 'static,
     {
-        let raw = self.submit(now, route, Arc::new(request), None, None);
-        RequestId::new(raw)
+        self.send_with(now, route, request, RequestOptions::default())
     }
 
     /// Like [`Client::send`] with a pinned version.
@@ -303,12 +383,45 @@ impl Client {
         R: Request + Send + Sync + 'static,
         R::Response: Send + 'static,
     {
-        let raw = self.submit(now, route, Arc::new(request), Some(version), None);
+        self.send_with(
+            now,
+            route,
+            request,
+            RequestOptions::default().version(version),
+        )
+    }
+
+    /// Like [`Client::send`] with its own [`RequestOptions`] (timeout, no response, no
+    /// router retries, pinned version).
+    pub fn send_with<R>(
+        &mut self,
+        now: Instant,
+        route: Route,
+        request: R,
+        opts: RequestOptions,
+    ) -> RequestId<R>
+    where
+        R: Request + Send + Sync + 'static,
+        R::Response: Send + 'static,
+    {
+        let raw = self.next_request_id();
+        self.submit_as(now, raw, route, Arc::new(request), opts, Owner::App);
         RequestId::new(raw)
     }
 
-    /// The outcome of a finished request, once; `None` while it is still running.
+    /// The outcome of a finished request the application sent, once; `None` while it is
+    /// still running (or if a machine owns it).
     pub fn take_response<R: Request + 'static>(
+        &mut self,
+        id: RequestId<R>,
+    ) -> Option<Result<R::Response, RequestError>> {
+        if !self.app_done.remove(&id.raw) {
+            return None;
+        }
+        self.take_done(id)
+    }
+
+    fn take_done<R: Request + 'static>(
         &mut self,
         id: RequestId<R>,
     ) -> Option<Result<R::Response, RequestError>> {
@@ -320,17 +433,58 @@ impl Client {
         }))
     }
 
-    /// Declares that nobody will take the response of request `raw` (e.g. its caller gave
-    /// up): it is dropped now if it finished, or when it finishes.
-    pub fn discard_response(&mut self, raw: u64) {
-        if self.done.remove(&raw).is_none() && self.pending.contains_key(&raw) {
-            self.unwanted.insert(raw);
+    /// Declares that nobody will take the response of request `id` (e.g. its caller gave
+    /// up): it is withdrawn if not yet written, else dropped when it arrives.
+    pub fn discard_response<R>(&mut self, id: RequestId<R>) {
+        self.app_done.remove(&id.raw);
+        self.withdraw(id.raw);
+    }
+
+    /// Forgets request `id` wherever it is: its outcome if finished, its place in a
+    /// connection queue or a parked queue, its timer. A request already written stays
+    /// matched on its connection, and its response is dropped on arrival.
+    pub(crate) fn withdraw(&mut self, id: u64) {
+        if self.done.remove(&id).is_some() {
+            return;
         }
+        let Some(p) = self.pending.remove(&id) else {
+            return;
+        };
+        self.timers.set(Timer::Parked(id), None);
+        if let Some((conn, token)) = p.at {
+            self.by_token.remove(&token);
+            match self.slots.get_mut(&conn) {
+                Some(Slot {
+                    phase: Phase::Open(c),
+                    ..
+                }) => {
+                    c.cancel(token);
+                }
+                Some(slot) => slot.waiting.retain(|(t, _, _)| *t != token),
+                None => {}
+            }
+        }
+        if let Some(router::Internal::Metadata) = p.internal() {
+            self.metadata_in_flight = false;
+            self.sync_metadata_timer();
+        }
+    }
+
+    /// Number of requests not yet finished (queued, parked or in flight).
+    pub fn requests_pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Number of armed timers (for tests and leak checks).
+    pub fn timers_armed(&self) -> usize {
+        self.timers.len()
     }
 
     /// Asks for a metadata refresh including `topics` (also called on stale-metadata errors).
     pub fn request_metadata(&mut self, now: Instant, topics: impl IntoIterator<Item = String>) {
-        self.wanted_topics.extend(topics);
+        for t in topics {
+            self.wanted_topics.insert(t, now);
+        }
         // At most one refresh per `retry.backoff.ms` (Java's metadata backoff), so routes
         // that keep waiting (an unknown broker, a topic without a leader) cannot spin.
         let earliest = self
@@ -341,6 +495,7 @@ impl Client {
             _ => earliest,
         });
         self.maybe_refresh_metadata(now);
+        self.sync_metadata_timer();
     }
 
     /// Forgets a partition leader after a NOT_LEADER_OR_FOLLOWER-like error and refreshes.
@@ -407,8 +562,8 @@ impl Client {
         let Some(slot) = self.slots.get_mut(&conn) else {
             return;
         };
-        for (token, req, version) in slot.waiting.drain(..) {
-            c.submit(now, token, Box::new(req), version);
+        for (token, req, shape) in slot.waiting.drain(..) {
+            c.submit_shaped(now, token, Box::new(req), shape);
         }
         slot.phase = Phase::Open(c);
         self.drain(now, conn);
@@ -476,20 +631,13 @@ impl Client {
     }
 
     /// The earliest instant at which [`Client::handle_timeout`] has work; `None` if idle.
+    /// O(log n): the first entry of the timer table.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let conns = self.slots.values().filter_map(|s| match &s.phase {
-            Phase::Open(c) => c.poll_timeout(),
-            Phase::Connecting => None,
-        });
-        let parked = self
-            .pending
-            .values()
-            .filter(|p| p.at.is_none())
-            .flat_map(|p| [p.retry_at, p.give_up_at])
-            .flatten();
-        let metadata = self.metadata_due.filter(|_| !self.metadata_in_flight);
-        let ops = self.ops_timeout();
-        conns.chain(parked).chain(metadata).chain(ops).min()
+        if self.ops_ready() {
+            // Machines left to poll by a busy `run_ops` (bounded per call).
+            return self.last_now.or(self.timers.next());
+        }
+        self.timers.next()
     }
 
     /// Fires due timers; calling it early is harmless.
@@ -500,32 +648,26 @@ impl Client {
 
     fn handle_timeout_inner(&mut self, now: Instant) {
         self.last_now = Some(now);
-        let ids: Vec<ConnId> = self.slots.keys().copied().collect();
-        for id in ids {
-            if let Some(Slot {
-                phase: Phase::Open(c),
-                ..
-            }) = self.slots.get_mut(&id)
-            {
-                if c.poll_timeout().is_some_and(|t| t <= now) {
-                    c.handle_timeout(now);
+        while let Some(timer) = self.timers.pop_due(now) {
+            match timer {
+                Timer::Conn(id) => {
+                    if let Some(Slot {
+                        phase: Phase::Open(c),
+                        ..
+                    }) = self.slots.get_mut(&id)
+                    {
+                        c.handle_timeout(now);
+                    }
+                    // Re-arms the connection's next deadline (or handles its failure).
                     self.drain(now, id);
                 }
+                Timer::Parked(id) => self.route(now, id),
+                Timer::Op(op) => self.wake_op(op),
+                Timer::Metadata => {
+                    self.maybe_refresh_metadata(now);
+                    self.sync_metadata_timer();
+                }
             }
-        }
-        self.maybe_refresh_metadata(now);
-        let due: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| {
-                p.at.is_none()
-                    && (p.retry_at.is_some_and(|t| t <= now)
-                        || p.give_up_at.is_some_and(|t| t <= now))
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in due {
-            self.route(now, id);
         }
     }
 
@@ -601,37 +743,58 @@ impl Client {
         Token(self.next_id)
     }
 
-    fn submit(
-        &mut self,
-        now: Instant,
-        route: Route,
-        request: Arc<dyn ErasedRequest>,
-        version: Option<i16>,
-        internal: Option<router::Internal>,
-    ) -> u64 {
-        self.last_now = Some(now);
+    /// A fresh id for a request or a machine (one counter: ids never collide).
+    pub(crate) fn next_request_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
+        id
+    }
+
+    /// Submits request `id` (from [`Client::next_request_id`]) for `owner`.
+    pub(crate) fn submit_as(
+        &mut self,
+        now: Instant,
+        id: u64,
+        route: Route,
+        request: Arc<dyn ErasedRequest>,
+        opts: RequestOptions,
+        owner: Owner,
+    ) {
+        self.last_now = Some(now);
         let pending = Pending {
             route,
             request: Shared(request),
-            version,
+            opts,
             attempts: 0,
             at: None,
             give_up_at: None,
             retry_at: None,
-            internal,
+            parked: false,
+            owner,
         };
         self.pending.insert(id, pending);
         self.route(now, id);
-        id
     }
 
+    /// Records the outcome of request `id` for its owner: the application gets an
+    /// [`Event::Response`], a machine is woken, the router's own requests end here.
     fn finish(&mut self, id: u64, result: Result<Box<dyn std::any::Any + Send>, RequestError>) {
-        if let Some(p) = self.pending.remove(&id) {
-            if p.internal.is_none() && !self.unwanted.remove(&id) {
+        let Some(p) = self.pending.remove(&id) else {
+            return;
+        };
+        self.timers.set(Timer::Parked(id), None);
+        match p.owner {
+            Owner::Internal(_) => {}
+            Owner::App => {
                 self.done.insert(id, result);
-                self.events.push_back(Event::Response(id));
+                self.app_done.insert(id);
+                self.events.push_back(Event::Response(ResponseReady(id)));
+            }
+            Owner::Op(op) => {
+                if self.ops.contains_key(&op) {
+                    self.done.insert(id, result);
+                    self.wake_op(op);
+                }
             }
         }
     }
@@ -647,14 +810,30 @@ impl Client {
             let until = now + self.reconnect.delay(failures);
             self.node_failures.insert(slot.node, (failures, until));
             if slot.node >= 0 {
-                self.metadata.invalidate_broker_leaders(slot.node);
+                // Routes follow the cluster: what this broker led (partitions, the
+                // controller role, coordinators) is looked up again, not retried here.
+                let led = self.metadata.invalidate_broker(slot.node);
                 self.coordinators.retain(|_, n| *n != slot.node);
+                if led {
+                    self.request_metadata(now, []);
+                }
             }
+            self.notice_ops(&Notice::ConnectionClosed {
+                node: slot.node,
+                error: &error,
+            });
             self.events.push_back(Event::ConnectionFailed {
                 node: slot.node,
                 error,
             });
         }
+        self.timers.set(Timer::Conn(conn), None);
+    }
+
+    /// Arms the metadata timer for the next due refresh (none while one is in flight).
+    fn sync_metadata_timer(&mut self) {
+        let due = self.metadata_due.filter(|_| !self.metadata_in_flight);
+        self.timers.set(Timer::Metadata, due);
     }
 
     fn retry_delay(&mut self, attempts: u32) -> Duration {

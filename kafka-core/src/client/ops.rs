@@ -1,40 +1,82 @@
-//! Operations: multi-request state machines (admin calls, later producer and consumer
-//! steps) that the client runs for the adapter. An operation sends requests through an
-//! [`OpContext`], is polled again whenever anything happened (a response, a timer, a
-//! closed socket), and finishes with one typed output. Adapters never see its requests.
+//! Machines: state machines the client runs and routes for — one-shot admin calls and
+//! long-lived machines (producer, consumer, group member, transaction manager) alike.
+//!
+//! The owner rule: every request a machine sends through its [`OpContext`] is owned by
+//! it. Its completion wakes only that machine (never the application, never another
+//! machine); its timers wake only it; when it finishes or is cancelled every request it
+//! still owns is withdrawn or its late response dropped. A machine is polled only when it
+//! has a reason: started, one of its requests completed, one of its timers fired, the
+//! application gave it a command, or a [`Notice`] it asked for (connection closed,
+//! metadata updated) arrived. Nothing scans idle machines.
 
 use std::any::Any;
+use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use super::{Client, Event, RequestId};
+use super::timers::Timer;
+use super::{Client, Event, Owner, RequestId, RequestOptions};
 use crate::cluster::{Metadata, Route};
 use crate::config::ClientConfig;
-use crate::conn::RequestError;
+use crate::conn::{ConnError, RequestError};
 use crate::protocol::Request;
 
-/// A multi-step piece of work run by the [`Client`].
+/// Something outside a machine's own requests that it may react to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Notice<'a> {
+    /// A connection to a broker failed or closed (a fetch session on it is gone).
+    ConnectionClosed {
+        /// The broker's node id (negative for bootstrap servers).
+        node: i32,
+        /// Why.
+        error: &'a ConnError,
+    },
+    /// Cluster metadata changed.
+    MetadataUpdated,
+}
+
+/// A state machine run by the [`Client`]: an admin call that ends with one output, or a
+/// long-lived machine that takes commands (see [`Client::command`]) and ends on close.
 ///
-/// `poll` is called right after [`Client::start_op`] and then after every `handle_*` call
-/// and [`Client::handle_timeout`]; it must tolerate being polled with nothing new.
+/// `poll` is called once right after [`Client::start_op`] and then whenever the machine
+/// has a reason (see the module docs); it must tolerate being polled with nothing new.
 pub trait Operation: Send + 'static {
     /// What the operation finishes with.
     type Output: Send + 'static;
 
-    /// Advances the operation; `Some` when finished (it is not polled again).
+    /// Advances the machine; `Some` when finished (it is not polled again).
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output>;
+
+    /// Told about connection and metadata changes; returns whether to be polled now.
+    /// The default asks to be polled on metadata updates only.
+    fn notice(&mut self, notice: &Notice<'_>) -> bool {
+        matches!(notice, Notice::MetadataUpdated)
+    }
 }
 
-/// Typed handle of a running operation, for [`Client::take_op_output`].
+/// Untyped handle of a running machine, as carried by [`Event::OperationDone`] and
+/// [`Event::Notify`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpRef(pub(crate) u64);
+
+/// Typed handle of a running machine, for [`Client::take_op_output`] and
+/// [`Client::command`].
 pub struct OpId<O> {
     raw: u64,
     _output: PhantomData<fn() -> O>,
 }
 
 impl<O> OpId<O> {
-    /// The id reported in [`Event::OperationDone`].
-    pub fn raw(&self) -> u64 {
-        self.raw
+    /// The untyped handle (compare with [`Event::OperationDone`]).
+    pub fn untyped(&self) -> OpRef {
+        OpRef(self.raw)
+    }
+}
+
+impl<O> PartialEq<OpRef> for OpId<O> {
+    fn eq(&self, other: &OpRef) -> bool {
+        self.raw == other.0
     }
 }
 
@@ -51,12 +93,15 @@ impl<O> std::fmt::Debug for OpId<O> {
     }
 }
 
-/// What an operation may do while it is polled: send requests, read their responses and
-/// the cached metadata, and ask to be polled again at a given instant.
+/// What a machine may do while it runs: send requests it owns, read their responses and
+/// the cached metadata, arm its timer, and tell the application it has news.
 pub struct OpContext<'a> {
     client: &'a mut Client,
+    op: u64,
     now: Instant,
     wake: Option<Instant>,
+    notify: bool,
+    owned: &'a mut HashSet<u64>,
 }
 
 impl OpContext<'_> {
@@ -65,9 +110,16 @@ impl OpContext<'_> {
         self.now
     }
 
-    /// Asks to be polled again no later than `at` (timers for retries and deadlines).
+    /// Asks to be polled again no later than `at` (the earliest of the calls made during
+    /// one poll wins; each poll re-arms it, so a machine keeps only its next deadline).
     pub fn wake_at(&mut self, at: Instant) {
         self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
+    }
+
+    /// Tells the application this machine has something for it (one [`Event::Notify`]
+    /// until the application next gives it a command).
+    pub fn notify(&mut self) {
+        self.notify = true;
     }
 
     /// The client's configuration.
@@ -80,35 +132,66 @@ impl OpContext<'_> {
         &self.client.metadata
     }
 
-    /// Sends a request (see [`Client::send`]).
+    /// Sends a request owned by this machine (see [`Client::send`]).
     pub fn send<R>(&mut self, route: Route, request: R) -> RequestId<R>
     where
         R: Request + Send + Sync + 'static,
         R::Response: Send + 'static,
     {
-        self.client.send(self.now, route, request)
+        self.send_with(route, request, RequestOptions::default())
     }
 
-    /// Sends a request at a pinned version (see [`Client::send_version`]).
+    /// Sends a request at a pinned version.
     pub fn send_version<R>(&mut self, route: Route, request: R, version: i16) -> RequestId<R>
     where
         R: Request + Send + Sync + 'static,
         R::Response: Send + 'static,
     {
-        self.client.send_version(self.now, route, request, version)
+        self.send_with(route, request, RequestOptions::default().version(version))
     }
 
-    /// The outcome of a request, once (see [`Client::take_response`]).
+    /// Sends a request with its own shape (timeout, no response, no router retries).
+    pub fn send_with<R>(&mut self, route: Route, request: R, opts: RequestOptions) -> RequestId<R>
+    where
+        R: Request + Send + Sync + 'static,
+        R::Response: Send + 'static,
+    {
+        let raw = self.client.next_request_id();
+        self.owned.insert(raw);
+        self.client.submit_as(
+            self.now,
+            raw,
+            route,
+            std::sync::Arc::new(request),
+            opts,
+            Owner::Op(self.op),
+        );
+        RequestId::new(raw)
+    }
+
+    /// The outcome of one of this machine's requests, once.
     pub fn take_response<R: Request + 'static>(
         &mut self,
         id: RequestId<R>,
     ) -> Option<Result<R::Response, RequestError>> {
-        self.client.take_response(id)
+        if !self.owned.contains(&id.raw) {
+            return None;
+        }
+        let out = self.client.take_done(id)?;
+        self.owned.remove(&id.raw);
+        Some(out)
     }
 
-    /// Gives up on a request: its response is dropped (see [`Client::discard_response`]).
+    /// Whether one of this machine's requests has finished (its outcome is waiting).
+    pub fn is_done<R>(&self, id: RequestId<R>) -> bool {
+        self.client.done.contains_key(&id.raw)
+    }
+
+    /// Gives up on a request: withdrawn if not yet written, else its response is dropped.
     pub fn discard<R>(&mut self, id: RequestId<R>) {
-        self.client.discard_response(id.raw());
+        if self.owned.remove(&id.raw) {
+            self.client.withdraw(id.raw);
+        }
     }
 
     /// Forgets a partition leader and refreshes metadata (see [`Client::invalidate_leader`]).
@@ -119,6 +202,12 @@ impl OpContext<'_> {
     /// Forgets a coordinator (see [`Client::invalidate_coordinator`]).
     pub fn invalidate_coordinator(&mut self, key: &str) {
         self.client.invalidate_coordinator(key);
+    }
+
+    /// Asks for a metadata refresh including `topics`; the machine hears of it through
+    /// [`Notice::MetadataUpdated`].
+    pub fn request_metadata(&mut self, topics: impl IntoIterator<Item = String>) {
+        self.client.request_metadata(self.now, topics);
     }
 
     /// The cached coordinator of a group (`key_type` 0) or transactional id (1), if known.
@@ -134,6 +223,11 @@ impl OpContext<'_> {
     pub fn retry_backoff(&mut self, attempt: u32) -> Duration {
         self.client.retry_delay(attempt)
     }
+
+    /// Requests this machine owns that have not been taken yet.
+    pub fn owned_requests(&self) -> usize {
+        self.owned.len()
+    }
 }
 
 /// How a finished operation hands its output over.
@@ -146,6 +240,8 @@ enum Finished {
 
 trait ErasedOp: Send {
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Finished>;
+    fn notice(&mut self, notice: &Notice<'_>) -> bool;
+    fn machine(&mut self) -> &mut dyn Any;
 }
 
 struct Kept<O>(O);
@@ -154,6 +250,12 @@ impl<O: Operation> ErasedOp for Kept<O> {
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Finished> {
         let out = self.0.poll(cx)?;
         Some(Finished::Kept(Box::new(out)))
+    }
+    fn notice(&mut self, notice: &Notice<'_>) -> bool {
+        self.0.notice(notice)
+    }
+    fn machine(&mut self) -> &mut dyn Any {
+        &mut self.0
     }
 }
 
@@ -165,7 +267,7 @@ struct WithCallback<O, F> {
 impl<O, F> ErasedOp for WithCallback<O, F>
 where
     O: Operation,
-    F: FnOnce(O::Output) + Send,
+    F: FnOnce(O::Output) + Send + 'static,
 {
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Finished> {
         let out = self.op.poll(cx)?;
@@ -174,16 +276,28 @@ where
         }
         Some(Finished::Delivered)
     }
+    fn notice(&mut self, notice: &Notice<'_>) -> bool {
+        self.op.notice(notice)
+    }
+    fn machine(&mut self) -> &mut dyn Any {
+        &mut self.op
+    }
 }
 
-/// A running operation and when it wants to be polled at the latest.
+/// A running machine and the requests it owns.
 pub(super) struct OpSlot {
     op: Box<dyn ErasedOp>,
-    wake: Option<Instant>,
+    owned: HashSet<u64>,
+    /// An [`Event::Notify`] is out and not yet answered by a command.
+    notified: bool,
 }
 
+/// Polls per `run_ops` call before the rest waits for the next call (a machine that
+/// keeps waking itself cannot stall the adapter).
+const MAX_POLLS_PER_RUN: usize = 65_536;
+
 impl Client {
-    /// Starts an operation; its output is kept until [`Client::take_op_output`] once
+    /// Starts a machine; its output is kept until [`Client::take_op_output`] once
     /// [`Event::OperationDone`] names it.
     pub fn start_op<O: Operation>(&mut self, now: Instant, op: O) -> OpId<O> {
         let raw = self.insert_op(now, Box::new(Kept(op)));
@@ -193,10 +307,9 @@ impl Client {
         }
     }
 
-    /// Starts an operation whose output goes to `done` (called from inside the client,
-    /// e.g. to complete an async adapter's oneshot channel). Returns the raw id for
-    /// [`Client::cancel_op`].
-    pub fn start_op_then<O, F>(&mut self, now: Instant, op: O, done: F) -> u64
+    /// Starts a machine whose output goes to `done` (called from inside the client, e.g.
+    /// to complete an async adapter's oneshot channel).
+    pub fn start_op_then<O, F>(&mut self, now: Instant, op: O, done: F) -> OpId<O>
     where
         O: Operation,
         F: FnOnce(O::Output) + Send + 'static,
@@ -205,7 +318,11 @@ impl Client {
             op,
             done: Some(done),
         };
-        self.insert_op(now, Box::new(op))
+        let raw = self.insert_op(now, Box::new(op));
+        OpId {
+            raw,
+            _output: PhantomData,
+        }
     }
 
     /// The output of a finished operation, once.
@@ -214,58 +331,154 @@ impl Client {
         out.downcast::<O::Output>().ok().map(|b| *b)
     }
 
-    /// Stops polling an operation (its requests in flight still complete, unread).
-    pub fn cancel_op(&mut self, raw: u64) {
-        self.ops.remove(&raw);
-        self.op_outputs.remove(&raw);
+    /// Gives a running machine a command: `f` gets the machine and a context (to send
+    /// requests, arm timers) at once; then the machine is polled. `None` if it is not
+    /// running (finished or cancelled). Answers a pending [`Event::Notify`].
+    pub fn command<O: Operation, T>(
+        &mut self,
+        now: Instant,
+        id: OpId<O>,
+        f: impl FnOnce(&mut O, &mut OpContext<'_>) -> T,
+    ) -> Option<T> {
+        self.last_now = Some(now);
+        let mut slot = self.ops.remove(&id.raw)?;
+        if !slot.op.machine().is::<O>() {
+            self.ops.insert(id.raw, slot);
+            return None;
+        }
+        slot.notified = false;
+        let out = {
+            let Some(machine) = slot.op.machine().downcast_mut::<O>() else {
+                return None; // checked above
+            };
+            let mut cx = OpContext {
+                client: self,
+                op: id.raw,
+                now,
+                wake: None,
+                notify: false,
+                owned: &mut slot.owned,
+            };
+            let out = f(machine, &mut cx);
+            let (wake, notify) = (cx.wake, cx.notify);
+            if let Some(at) = wake {
+                self.timers.set(Timer::Op(id.raw), Some(at));
+            }
+            if notify {
+                self.notify_app(id.raw, &mut slot);
+            }
+            out
+        };
+        self.ops.insert(id.raw, slot);
+        self.ready_ops.insert(id.raw);
+        self.run_ops(now);
+        Some(out)
     }
 
-    /// Number of operations still running.
+    /// Stops a machine: every request it owns is withdrawn (or, if already written, its
+    /// response dropped on arrival), so none of its completions ever surfaces.
+    pub fn cancel_op(&mut self, op: OpRef) {
+        if let Some(slot) = self.ops.remove(&op.0) {
+            self.release(op.0, slot);
+        }
+        self.op_outputs.remove(&op.0);
+    }
+
+    /// Number of machines still running.
     pub fn ops_running(&self) -> usize {
         self.ops.len()
     }
 
     fn insert_op(&mut self, now: Instant, op: Box<dyn ErasedOp>) -> u64 {
-        let raw = self.next_id;
-        self.next_id += 1;
+        let raw = self.next_request_id();
         self.last_now = Some(now);
-        self.ops.insert(raw, OpSlot { op, wake: None });
+        self.ops.insert(
+            raw,
+            OpSlot {
+                op,
+                owned: HashSet::new(),
+                notified: false,
+            },
+        );
+        self.ready_ops.insert(raw);
         self.run_ops(now);
         raw
     }
 
-    /// Polls every running operation once (after anything happened).
-    pub(super) fn run_ops(&mut self, now: Instant) {
-        if self.ops.is_empty() {
-            return;
+    /// Marks the owner of a finished request ready to be polled.
+    pub(super) fn wake_op(&mut self, op: u64) {
+        if self.ops.contains_key(&op) {
+            self.ready_ops.insert(op);
         }
-        let mut ops = std::mem::take(&mut self.ops);
-        ops.retain(|&raw, slot| {
+    }
+
+    /// Tells every machine about `notice`; those that ask are polled next.
+    pub(super) fn notice_ops(&mut self, notice: &Notice<'_>) {
+        for (raw, slot) in self.ops.iter_mut() {
+            if slot.op.notice(notice) {
+                self.ready_ops.insert(*raw);
+            }
+        }
+    }
+
+    /// Polls every machine that has a reason, until none has (bounded per call).
+    pub(super) fn run_ops(&mut self, now: Instant) {
+        let mut polls = 0;
+        while let Some(raw) = self.ready_ops.pop_first() {
+            let Some(mut slot) = self.ops.remove(&raw) else {
+                continue;
+            };
+            polls += 1;
             let mut cx = OpContext {
                 client: self,
+                op: raw,
                 now,
                 wake: None,
+                notify: false,
+                owned: &mut slot.owned,
             };
             let finished = slot.op.poll(&mut cx);
-            slot.wake = cx.wake;
+            let (wake, notify) = (cx.wake, cx.notify);
             match finished {
-                None => true,
+                None => {
+                    self.timers.set(Timer::Op(raw), wake);
+                    if notify {
+                        self.notify_app(raw, &mut slot);
+                    }
+                    self.ops.insert(raw, slot);
+                }
                 Some(f) => {
                     if let Finished::Kept(out) = f {
                         self.op_outputs.insert(raw, out);
                     }
-                    self.events.push_back(Event::OperationDone(raw));
-                    false
+                    self.release(raw, slot);
+                    self.events.push_back(Event::OperationDone(OpRef(raw)));
                 }
             }
-        });
-        // Operations started meanwhile (none today) keep their place.
-        ops.append(&mut self.ops);
-        self.ops = ops;
+            if polls >= MAX_POLLS_PER_RUN {
+                break;
+            }
+        }
     }
 
-    /// The earliest wake-up any running operation asked for.
-    pub(super) fn ops_timeout(&self) -> Option<Instant> {
-        self.ops.values().filter_map(|s| s.wake).min()
+    /// Whether machines wait to be polled (then `poll_timeout` says "now").
+    pub(super) fn ops_ready(&self) -> bool {
+        !self.ready_ops.is_empty()
+    }
+
+    /// Drops what a finished or cancelled machine still owns.
+    fn release(&mut self, raw: u64, slot: OpSlot) {
+        self.timers.set(Timer::Op(raw), None);
+        self.ready_ops.remove(&raw);
+        for id in slot.owned {
+            self.withdraw(id);
+        }
+    }
+
+    fn notify_app(&mut self, raw: u64, slot: &mut OpSlot) {
+        if !slot.notified {
+            slot.notified = true;
+            self.events.push_back(Event::Notify(OpRef(raw)));
+        }
     }
 }

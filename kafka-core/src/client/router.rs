@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::erased::CoordinatorLookup;
-use super::{Client, ConnId, Event, IoCommand, Phase, Slot};
+use super::timers::Timer;
+use super::{Client, ConnId, Event, IoCommand, Notice, Owner, Phase, RequestOptions, Slot};
 use crate::cluster::{Lane, Route};
 use crate::conn::{Completion, ConnState, RequestError, Token};
 use crate::protocol::messages::find_coordinator::FindCoordinatorResponse;
@@ -58,30 +59,44 @@ fn resend_safe(api: ApiKey) -> bool {
 }
 
 impl Client {
-    /// Sends (or parks) pending request `id`.
+    /// Sends (or parks) pending request `id`; a no-op for one already submitted.
     pub(crate) fn route(&mut self, now: Instant, id: u64) {
-        let Some(p) = self.pending.get(&id) else {
+        let Some(p) = self.pending.get_mut(&id) else {
             return;
         };
+        if p.at.is_some() {
+            return;
+        }
+        p.parked = false;
         let api = p.request.0.api_key();
-        let target = self.resolve(now, &p.route.clone());
-        let p = self.pending.get_mut(&id).expect("present");
+        let wait = p
+            .opts
+            .shape
+            .timeout
+            .unwrap_or(self.conn_config.request_timeout);
+        let route = p.route.clone();
+        let target = self.resolve(now, &route);
+        let Some(p) = self.pending.get_mut(&id) else {
+            return;
+        };
         match target {
             Target::Wait(reason) => {
                 if p.give_up_at.is_some_and(|t| t <= now) {
                     self.finish(id, Err(RequestError::NoRoute(reason)));
                     return;
                 }
-                p.give_up_at
-                    .get_or_insert(now + self.conn_config.request_timeout);
+                let give_up = *p.give_up_at.get_or_insert(now + wait);
                 p.retry_at = None;
+                p.parked = true;
+                self.timers.set(Timer::Parked(id), Some(give_up));
+                self.parked.entry(route).or_default().push_back(id);
             }
             Target::Node(node) => {
                 if let Some(&(_, until)) = self.node_failures.get(&node) {
                     if until > now {
                         p.retry_at = Some(until);
-                        p.give_up_at
-                            .get_or_insert(now + self.conn_config.request_timeout);
+                        let give_up = *p.give_up_at.get_or_insert(now + wait);
+                        self.timers.set(Timer::Parked(id), Some(until.min(give_up)));
                         return;
                     }
                 }
@@ -95,20 +110,23 @@ impl Client {
                     return;
                 };
                 let token = self.new_token();
-                let p = self.pending.get_mut(&id).expect("present");
+                let Some(p) = self.pending.get_mut(&id) else {
+                    return;
+                };
                 p.at = Some((conn, token));
                 p.retry_at = None;
                 p.give_up_at = None;
-                let (req, version) = (p.request.clone(), p.version);
+                let (req, shape) = (p.request.clone(), p.opts.shape);
+                self.timers.set(Timer::Parked(id), None);
                 self.by_token.insert(token, id);
                 match self.slots.get_mut(&conn).map(|s| &mut s.phase) {
                     Some(Phase::Open(c)) => {
-                        c.submit(now, token, Box::new(req), version);
+                        c.submit_shaped(now, token, Box::new(req), shape);
                         self.drain(now, conn);
                     }
                     Some(Phase::Connecting) => {
                         if let Some(s) = self.slots.get_mut(&conn) {
-                            s.waiting.push((token, req, version));
+                            s.waiting.push((token, req, shape));
                         }
                     }
                     None => {}
@@ -135,7 +153,12 @@ impl Client {
                 }
             }
             Route::Leader { topic, partition } => match self.metadata.leader(topic, *partition) {
-                Some(n) => Target::Node(n),
+                Some(n) => {
+                    if let Some(used) = self.wanted_topics.get_mut(topic.as_str()) {
+                        *used = now;
+                    }
+                    Target::Node(n)
+                }
                 None => {
                     self.request_metadata(now, [topic.clone()]);
                     Target::Wait(format!("no leader known for {topic}-{partition}"))
@@ -157,13 +180,11 @@ impl Client {
         if let Some(&n) = self.coordinators.get(&(key_type, key.to_string())) {
             return Target::Node(n);
         }
-        let in_flight = self.pending.values().any(|p| {
-            matches!(&p.internal, Some(Internal::FindCoordinator { key_type: t, keys }) if *t == key_type && keys.iter().any(|k| k == key))
-        });
-        if !in_flight {
+        let wanted = (key_type, key.to_string());
+        if !self.lookups_in_flight.contains(&wanted) {
             // Looked up in one batched FindCoordinator with every other key wanted before
             // the adapter's next `poll_io` (see `flush_lookups`).
-            self.lookups_wanted.insert((key_type, key.to_string()));
+            self.lookups_wanted.insert(wanted);
         }
         Target::Wait(format!("no coordinator known for {key}"))
     }
@@ -189,30 +210,42 @@ impl Client {
         attempts: u32,
         retry_at: Option<Instant>,
     ) {
+        for k in &keys {
+            self.lookups_in_flight.insert((key_type, k.clone()));
+        }
         let req = CoordinatorLookup {
             key_type,
             keys: keys.clone(),
         };
-        let internal = Internal::FindCoordinator { key_type, keys };
+        let owner = Owner::Internal(Internal::FindCoordinator { key_type, keys });
+        let id = self.next_request_id();
         match retry_at {
             None => {
-                self.submit(now, Route::Any, Arc::new(req), None, Some(internal));
+                let opts = RequestOptions::default();
+                self.submit_as(now, id, Route::Any, Arc::new(req), opts, owner);
             }
             Some(at) => {
-                let id = self.next_id;
-                self.next_id += 1;
                 let pending = super::Pending {
                     route: Route::Any,
                     request: super::Shared(Arc::new(req)),
-                    version: None,
+                    opts: RequestOptions::default(),
                     attempts,
                     at: None,
                     give_up_at: None,
                     retry_at: Some(at),
-                    internal: Some(internal),
+                    parked: false,
+                    owner,
                 };
                 self.pending.insert(id, pending);
+                self.timers.set(Timer::Parked(id), Some(at));
             }
+        }
+    }
+
+    /// The lookup for `keys` ended (found, failed or given up).
+    fn lookups_ended(&mut self, key_type: i8, keys: &[String]) {
+        for k in keys {
+            self.lookups_in_flight.remove(&(key_type, k.clone()));
         }
     }
 
@@ -291,6 +324,14 @@ impl Client {
                 Completion::Failed { token, error, sent } => {
                     self.request_failed(now, token, error, sent)
                 }
+                Completion::Sent { token } => {
+                    if let Some(id) = self.by_token.remove(&token) {
+                        let empty = self.pending.get(&id).map(|p| p.request.0.empty_response());
+                        if let Some(empty) = empty {
+                            self.finish(id, Ok(empty));
+                        }
+                    }
+                }
             }
         }
         if let Some(Slot {
@@ -303,12 +344,15 @@ impl Client {
                 ConnState::Failed(e) => {
                     let e = e.clone();
                     self.connection_failed(now, conn, e);
+                    return;
                 }
                 ConnState::Ready => {
                     self.node_failures.remove(node);
                 }
                 ConnState::Setup => {}
             }
+            let next = c.poll_timeout();
+            self.timers.set(Timer::Conn(conn), next);
         }
     }
 
@@ -350,7 +394,7 @@ impl Client {
         {
             c.apply_throttle(now, ms);
         }
-        let internal = self.pending.get(&id).and_then(|p| p.internal.clone());
+        let internal = self.pending.get(&id).and_then(|p| p.internal().cloned());
         match internal {
             Some(Internal::Metadata) => {
                 self.metadata_in_flight = false;
@@ -359,7 +403,9 @@ impl Client {
                     self.metadata_at = Some(now);
                     self.metadata_due = Some(now + self.config.common().metadata_max_age);
                     self.events.push_back(Event::MetadataUpdated);
+                    self.notice_ops(&Notice::MetadataUpdated);
                 }
+                self.sync_metadata_timer();
                 self.finish(id, Ok(decoded.value));
                 self.reroute_parked(now);
             }
@@ -371,7 +417,11 @@ impl Client {
             None => {
                 // A coordinator that moved: look it up again and retry.
                 let code = decoded.error_code.map(KafkaCode).unwrap_or(KafkaCode::NONE);
-                let route = self.pending.get(&id).map(|p| p.route.clone());
+                let route = self
+                    .pending
+                    .get(&id)
+                    .filter(|p| !p.opts.no_retry)
+                    .map(|p| p.route.clone());
                 let coordinator_moved = code == KafkaCode::NOT_COORDINATOR
                     || code == KafkaCode::COORDINATOR_NOT_AVAILABLE;
                 if let Some(Route::GroupCoordinator(k) | Route::TxnCoordinator(k)) = &route {
@@ -395,6 +445,8 @@ impl Client {
         version: i16,
     ) {
         let attempts = self.pending.remove(&id).map_or(0, |p| p.attempts);
+        self.timers.set(Timer::Parked(id), None);
+        self.lookups_ended(key_type, keys);
         let mut retry = Vec::new();
         for key in keys {
             let (code, node, host, port) = if version >= 4 {
@@ -423,19 +475,26 @@ impl Client {
             let delay = self.retry_delay(attempts + 1);
             self.lookup(now, key_type, retry, attempts + 1, Some(now + delay));
         }
-        self.reroute_parked(now);
+        let route = |k: &String| match key_type {
+            0 => Route::GroupCoordinator(k.clone()),
+            _ => Route::TxnCoordinator(k.clone()),
+        };
+        for key in keys {
+            self.reroute(now, &route(key));
+        }
     }
 
     /// Fails the requests parked for the coordinator of `key`.
     fn fail_coordinator_waiters(&mut self, key: &str, reason: &str) {
-        let waiting: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.at.is_none() && matches!(&p.route, Route::GroupCoordinator(k) | Route::TxnCoordinator(k) if k == key))
-            .map(|(i, _)| *i)
-            .collect();
-        for w in waiting {
-            self.finish(w, Err(RequestError::NoRoute(reason.to_string())));
+        for route in [
+            Route::GroupCoordinator(key.to_string()),
+            Route::TxnCoordinator(key.to_string()),
+        ] {
+            for w in self.parked.remove(&route).unwrap_or_default() {
+                if self.pending.get(&w).is_some_and(|p| p.parked) {
+                    self.finish(w, Err(RequestError::NoRoute(reason.to_string())));
+                }
+            }
         }
     }
 
@@ -445,7 +504,7 @@ impl Client {
         let Some(p) = self.pending.get_mut(&id) else {
             return false;
         };
-        if p.attempts >= retries {
+        if p.attempts >= retries || p.opts.no_retry {
             return false;
         }
         p.attempts += 1;
@@ -456,19 +515,33 @@ impl Client {
             p.retry_at = Some(now + delay);
             p.give_up_at = None;
         }
+        self.timers.set(Timer::Parked(id), Some(now + delay));
         true
     }
 
-    /// Re-routes every parked request (after metadata or a coordinator arrived).
+    /// Re-routes the requests parked on routes that wait for metadata (after it
+    /// arrived), in arrival order per route. Coordinator routes wait for their lookup.
     fn reroute_parked(&mut self, now: Instant) {
-        let parked: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.at.is_none() && p.retry_at.is_none())
-            .map(|(id, _)| *id)
+        let routes: Vec<Route> = self
+            .parked
+            .keys()
+            .filter(|r| !matches!(r, Route::GroupCoordinator(_) | Route::TxnCoordinator(_)))
+            .cloned()
             .collect();
-        for id in parked {
-            self.route(now, id);
+        for route in routes {
+            self.reroute(now, &route);
+        }
+    }
+
+    /// Re-routes the requests parked on `route`, oldest first.
+    fn reroute(&mut self, now: Instant, route: &Route) {
+        let Some(queue) = self.parked.remove(route) else {
+            return;
+        };
+        for id in queue {
+            if self.pending.get(&id).is_some_and(|p| p.parked) {
+                self.route(now, id);
+            }
         }
     }
 
@@ -487,10 +560,11 @@ impl Client {
         };
         let api = p.request.0.api_key();
         let connection_error = matches!(&error, RequestError::Connection(e) if e.is_retriable());
-        if p.internal == Some(Internal::Metadata) {
+        let internal = p.internal().cloned();
+        if internal == Some(Internal::Metadata) {
             self.metadata_in_flight = false;
+            self.sync_metadata_timer();
         }
-        let internal = p.internal.clone();
         if connection_error
             && (!sent || resend_safe(api) || internal.is_some())
             && self.retry_later(now, id)
@@ -499,6 +573,7 @@ impl Client {
         }
         if let Some(Internal::FindCoordinator { key_type, keys }) = internal {
             self.pending.remove(&id);
+            self.lookups_ended(key_type, &keys);
             if matches!(error, RequestError::Encode(_)) && keys.len() > 1 {
                 // The broker only takes one key per FindCoordinator (below v4): split.
                 for key in keys {
@@ -519,9 +594,22 @@ impl Client {
         }
         self.metadata_in_flight = true;
         self.metadata_due = None;
-        let topics = self
+        self.sync_metadata_timer();
+        // Topics nothing routed to for `metadata.max.idle.ms` are dropped (Java's rule).
+        let idle = self.config.common().metadata_max_idle;
+        let expired: Vec<String> = self
             .wanted_topics
             .iter()
+            .filter(|(_, used)| now.saturating_duration_since(**used) > idle)
+            .map(|(t, _)| t.clone())
+            .collect();
+        for t in expired {
+            self.wanted_topics.remove(&t);
+            self.metadata.forget_topic(&t);
+        }
+        let topics = self
+            .wanted_topics
+            .keys()
             .map(|t| MetadataRequestTopic {
                 name: Some(t.clone()),
                 ..Default::default()
@@ -532,12 +620,9 @@ impl Client {
             allow_auto_topic_creation: false,
             ..Default::default()
         };
-        self.submit(
-            now,
-            Route::Any,
-            Arc::new(req),
-            None,
-            Some(Internal::Metadata),
-        );
+        let id = self.next_request_id();
+        let owner = Owner::Internal(Internal::Metadata);
+        let opts = RequestOptions::default();
+        self.submit_as(now, id, Route::Any, Arc::new(req), opts, owner);
     }
 }

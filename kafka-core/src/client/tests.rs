@@ -156,7 +156,10 @@ fn any_route_bootstraps_negotiates_and_returns_a_typed_response() {
         ("boot", ApiKey::Metadata, 13)
     );
     h.reply(*conn, seen, &cluster_metadata());
-    assert_eq!(h.client.poll_event(), Some(Event::Response(id.raw())));
+    assert_eq!(
+        h.client.poll_event(),
+        Some(Event::Response(ResponseReady(id.raw)))
+    );
     let resp = h.client.take_response(id).unwrap().unwrap();
     assert_eq!(resp.brokers.len(), 2);
     assert!(
@@ -381,7 +384,7 @@ mod operations {
         h.reply(*conn, seen, &second);
         let events: Vec<Event> = std::iter::from_fn(|| h.client.poll_event()).collect();
         assert!(
-            events.contains(&Event::OperationDone(id.raw())),
+            events.contains(&Event::OperationDone(id.untyped())),
             "{events:?}"
         );
         let out = h.client.take_op_output(id).unwrap().unwrap();

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::protocol::messages::metadata::MetadataResponse;
-use crate::protocol::Uuid;
+use crate::protocol::{KafkaCode, Uuid};
 
 /// A broker's address as advertised in metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,8 +19,8 @@ pub struct BrokerInfo {
     pub rack: Option<String>,
 }
 
-/// Leader and epoch of one partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Leader, epoch and replicas of one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionInfo {
     /// Leader node id, `-1` when there is none.
     pub leader: i32,
@@ -28,6 +28,12 @@ pub struct PartitionInfo {
     pub leader_epoch: i32,
     /// The partition's error code in the last metadata answer.
     pub error_code: i16,
+    /// Every replica's node id (racks via [`Metadata::broker`]).
+    pub replicas: Vec<i32>,
+    /// The in-sync replicas.
+    pub isr: Vec<i32>,
+    /// Replicas that are offline.
+    pub offline_replicas: Vec<i32>,
 }
 
 /// One topic's metadata.
@@ -75,7 +81,20 @@ impl Metadata {
         }
         for t in &resp.topics {
             let Some(name) = &t.name else { continue };
+            if t.error_code == KafkaCode::UNKNOWN_TOPIC_OR_PARTITION.0
+                || t.error_code == KafkaCode::INVALID_TOPIC_EXCEPTION.0
+            {
+                // Deleted (or never existed): nothing cached may route to it.
+                self.topics.remove(name);
+                continue;
+            }
             let entry = self.topics.entry(name.clone()).or_default();
+            let zero = Uuid::default();
+            if entry.id != t.topic_id && entry.id != zero && t.topic_id != zero {
+                // Re-created under the same name: the old incarnation's epochs say
+                // nothing about the new one's (they restart from 0).
+                entry.partitions.clear();
+            }
             entry.id = t.topic_id;
             entry.error_code = t.error_code;
             for p in &t.partitions {
@@ -83,6 +102,9 @@ impl Metadata {
                     leader: p.leader_id,
                     leader_epoch: p.leader_epoch,
                     error_code: p.error_code,
+                    replicas: p.replica_nodes.clone(),
+                    isr: p.isr_nodes.clone(),
+                    offline_replicas: p.offline_replicas.clone(),
                 };
                 match entry.partitions.get(&p.partition_index) {
                     // A stale answer (older epoch) must not move the leader backwards.
@@ -96,6 +118,11 @@ impl Metadata {
                 }
             }
         }
+    }
+
+    /// Drops a topic from the cache (it expired from the wanted set).
+    pub fn forget_topic(&mut self, name: &str) {
+        self.topics.remove(name);
     }
 
     /// Brokers by node id.
@@ -133,11 +160,24 @@ impl Metadata {
 
     /// Forgets every leader on `node_id` (after that broker became unreachable).
     pub fn invalidate_broker_leaders(&mut self, node_id: i32) {
+        self.invalidate_broker(node_id);
+    }
+
+    /// Forgets every role `node_id` had (partition leader, controller) after a
+    /// connection to it failed; true if it had any, so the caller looks them up again.
+    pub fn invalidate_broker(&mut self, node_id: i32) -> bool {
+        let mut led = false;
         for t in self.topics.values_mut() {
             for p in t.partitions.values_mut().filter(|p| p.leader == node_id) {
                 p.leader = -1;
+                led = true;
             }
         }
+        if self.controller == Some(node_id) {
+            self.controller = None;
+            led = true;
+        }
+        led
     }
 
     /// The controller (in KRaft: a broker that forwards to the controller quorum).
@@ -197,5 +237,54 @@ mod tests {
         m.invalidate_broker_leaders(3);
         assert_eq!(m.leader("t", 0), None);
         assert_eq!(m.broker(1).map(|b| b.port), Some(9092));
+    }
+
+    fn with_id(mut r: MetadataResponse, id: u8) -> MetadataResponse {
+        r.topics[0].topic_id = Uuid::from_bytes([id; 16]);
+        r
+    }
+
+    #[test]
+    fn a_recreated_topic_takes_the_new_leader_despite_a_lower_epoch() {
+        let mut m = Metadata::default();
+        m.update(&with_id(resp(1, 7), 1));
+        // Deleted and re-created: new id, epochs restart.
+        m.update(&with_id(resp(2, 0), 2));
+        assert_eq!(m.leader("t", 0), Some(2));
+        // The same incarnation still never moves backwards.
+        m.update(&with_id(resp(1, 0), 2).clone());
+        m.update(&with_id(resp(3, 1), 2));
+        m.update(&with_id(resp(1, 0), 2));
+        assert_eq!(m.leader("t", 0), Some(3));
+    }
+
+    #[test]
+    fn unknown_topics_are_dropped_and_replicas_kept() {
+        let mut m = Metadata::default();
+        let mut r = resp(1, 5);
+        r.topics[0].partitions[0].replica_nodes = vec![1, 2, 3];
+        r.topics[0].partitions[0].isr_nodes = vec![1, 2];
+        r.topics[0].partitions[0].offline_replicas = vec![3];
+        m.update(&r);
+        let p = &m.topic("t").unwrap().partitions[&0];
+        assert_eq!(
+            (p.replicas.len(), p.isr.len(), p.offline_replicas.clone()),
+            (3, 2, vec![3])
+        );
+        let mut gone = resp(1, 5);
+        gone.topics[0].error_code = KafkaCode::UNKNOWN_TOPIC_OR_PARTITION.0;
+        gone.topics[0].partitions.clear();
+        m.update(&gone);
+        assert!(m.topic("t").is_none());
+        assert_eq!(m.leader("t", 0), None);
+    }
+
+    #[test]
+    fn a_failed_controller_is_forgotten() {
+        let mut m = Metadata::default();
+        m.update(&resp(2, 1));
+        assert!(m.invalidate_broker(1), "node 1 was the controller");
+        assert_eq!(m.controller(), None);
+        assert!(!m.invalidate_broker(7));
     }
 }

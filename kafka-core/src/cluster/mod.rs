@@ -32,8 +32,11 @@ pub enum Route {
 /// Separate connections per broker so that slow requests never delay others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Lane {
-    /// Produce, metadata, admin and everything else.
+    /// Metadata, admin and everything else.
     Default,
+    /// Produce only: the producer's pipelined requests never queue behind admin calls,
+    /// and `max.in.flight.requests.per.connection` counts Produce requests alone.
+    Produce,
     /// Fetch and ShareFetch (long polls).
     Fetch,
     /// Group membership calls that can block for a rebalance (JoinGroup, SyncGroup...).
@@ -45,6 +48,7 @@ impl Lane {
     pub fn of(api: crate::protocol::ApiKey) -> Lane {
         use crate::protocol::ApiKey as K;
         match api {
+            K::Produce => Lane::Produce,
             K::Fetch | K::ShareFetch => Lane::Fetch,
             K::JoinGroup
             | K::SyncGroup

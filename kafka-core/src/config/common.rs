@@ -35,6 +35,8 @@ pub struct CommonConfig {
     pub default_api_timeout: Duration,
     /// `metadata.max.age.ms`: refresh metadata at least this often.
     pub metadata_max_age: Duration,
+    /// `metadata.max.idle.ms`: a topic nothing routed to for this long leaves metadata.
+    pub metadata_max_idle: Duration,
     /// `reconnect.backoff.ms`: first wait before reconnecting to a broker.
     pub reconnect_backoff: Duration,
     /// `reconnect.backoff.max.ms`: cap of the exponential reconnect backoff.
@@ -72,6 +74,7 @@ impl Default for CommonConfig {
             request_timeout: Duration::from_millis(30_000),
             default_api_timeout: Duration::from_millis(60_000),
             metadata_max_age: Duration::from_millis(300_000),
+            metadata_max_idle: Duration::from_millis(300_000),
             reconnect_backoff: Duration::from_millis(50),
             reconnect_backoff_max: Duration::from_millis(1_000),
             retry_backoff: Duration::from_millis(100),
@@ -185,6 +188,12 @@ impl ClientConfigBuilder {
     /// `metadata.max.age.ms` (default 5 min).
     pub fn metadata_max_age(&mut self, age: Duration) -> &mut Self {
         self.common.metadata_max_age = age;
+        self
+    }
+
+    /// `metadata.max.idle.ms` (default 5 min).
+    pub fn metadata_max_idle(&mut self, idle: Duration) -> &mut Self {
+        self.common.metadata_max_idle = idle;
         self
     }
 
@@ -314,6 +323,13 @@ pub(super) const KEYS: &[KeyInfo] = &[
         millis_long,
         metadata_max_age,
         "Maximum metadata age before a refresh."
+    ),
+    ms_key!(
+        "metadata.max.idle.ms",
+        "300000",
+        millis_long,
+        metadata_max_idle,
+        "Topics unused this long are dropped from metadata."
     ),
     ms_key!(
         "reconnect.backoff.ms",

@@ -44,6 +44,12 @@ pub enum Completion {
         /// The whole response frame after the size prefix.
         frame: Bytes,
     },
+    /// A request that expects no response (Produce with acks=0) was written to the
+    /// outbound buffer; nothing more will come for it.
+    Sent {
+        /// The submission's token.
+        token: Token,
+    },
     /// The request failed.
     Failed {
         /// The submission's token.
@@ -85,7 +91,19 @@ struct InFlight {
 struct Queued {
     token: Token,
     request: Box<dyn OutboundRequest>,
-    version: Option<i16>,
+    shape: Shape,
+}
+
+/// How one request behaves on the connection, beyond its bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// A pinned version; else the highest common one.
+    pub version: Option<i16>,
+    /// How long to wait for the response once written (else `request.timeout.ms`).
+    pub timeout: Option<Duration>,
+    /// The broker sends no response (Produce with acks=0): the request completes with
+    /// [`Completion::Sent`] as soon as it is written.
+    pub no_response: bool,
 }
 
 /// A sans-IO connection to one broker. See the module docs for the drain order.
@@ -183,6 +201,21 @@ impl Connection {
         request: Box<dyn OutboundRequest>,
         version: Option<i16>,
     ) {
+        let shape = Shape {
+            version,
+            ..Shape::default()
+        };
+        self.submit_shaped(now, token, request, shape);
+    }
+
+    /// Queues a request with its own [`Shape`] (timeout, no response, pinned version).
+    pub fn submit_shaped(
+        &mut self,
+        now: Instant,
+        token: Token,
+        request: Box<dyn OutboundRequest>,
+        shape: Shape,
+    ) {
         if let ConnState::Failed(e) = &self.state {
             let error = RequestError::Connection(e.clone());
             self.completions.push_back(Completion::Failed {
@@ -195,9 +228,17 @@ impl Connection {
         self.queue.push_back(Queued {
             token,
             request,
-            version,
+            shape,
         });
         self.dispatch(now);
+    }
+
+    /// Withdraws a request that is still queued (not yet written); true if it was. A
+    /// written request cannot be withdrawn: its response is still read and matched.
+    pub fn cancel(&mut self, token: Token) -> bool {
+        let before = self.queue.len();
+        self.queue.retain(|q| q.token != token);
+        self.queue.len() != before
     }
 
     /// Delays requests until `now + throttle_ms` (KIP-219: the broker asked us to back off).
@@ -499,7 +540,7 @@ impl Connection {
                 break;
             };
             let api = q.request.api_key();
-            let version = match (q.version, self.versions.as_ref()) {
+            let version = match (q.shape.version, self.versions.as_ref()) {
                 (Some(v), Some(t)) => match t.broker_range(api) {
                     Some(r) if r.contains(v) && api.versions().contains(v) => Ok(v),
                     broker => Err(RequestError::UnsupportedVersion {
@@ -529,11 +570,14 @@ impl Connection {
                 correlation_id,
                 self.cfg.client_id.as_deref(),
             ) {
+                Ok(()) if q.shape.no_response => self
+                    .completions
+                    .push_back(Completion::Sent { token: q.token }),
                 Ok(()) => self.inflight.push_back(InFlight {
                     correlation_id,
                     api,
                     version,
-                    deadline: now + self.cfg.request_timeout,
+                    deadline: now + q.shape.timeout.unwrap_or(self.cfg.request_timeout),
                     owner: Ok(q.token),
                 }),
                 Err(e) => self.completions.push_back(Completion::Failed {

@@ -14,7 +14,7 @@ pub mod tls;
 pub mod versions;
 
 pub use auth::{Auth, CredentialSource};
-pub use connection::{Completion, ConnState, Connection, Token};
+pub use connection::{Completion, ConnState, Connection, Shape, Token};
 pub use error::{ConnError, RequestError};
 pub use request::{ConnConfig, OutboundRequest};
 pub use versions::ApiVersionTable;

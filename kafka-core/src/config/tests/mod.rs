@@ -20,6 +20,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("request.timeout.ms", "5000", "-1"),
     ("default.api.timeout.ms", "15000", "2147483648"),
     ("metadata.max.age.ms", "1000", "abc"),
+    ("metadata.max.idle.ms", "5000", "x"),
     ("reconnect.backoff.ms", "10", "-5"),
     ("reconnect.backoff.max.ms", "2000", "1e3"),
     ("retry.backoff.ms", "10", ""),
@@ -69,6 +70,7 @@ fn defaults_match_the_java_client() {
     assert_eq!(common.client_software_version, env!("CARGO_PKG_VERSION"));
     assert_eq!(common.request_timeout, Duration::from_millis(30_000));
     assert_eq!(common.metadata_max_age, Duration::from_millis(300_000));
+    assert_eq!(common.metadata_max_idle, Duration::from_millis(300_000));
     assert_eq!(common.reconnect_backoff, Duration::from_millis(50));
     assert_eq!(common.reconnect_backoff_max, Duration::from_millis(1_000));
     assert_eq!(common.retry_backoff, Duration::from_millis(100));
