@@ -446,3 +446,5 @@ fn a_route_that_keeps_waiting_refreshes_metadata_at_most_once_per_retry_backoff(
         "still waiting for broker 9"
     );
 }
+
+mod machines;
