@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kafka_core::client::{Client, ClientError, ConnId, IoCommand};
+use kafka_core::client::{Client, ClientError, ConnId, Event, IoCommand};
 use kafka_core::config::ClientConfig;
 
 /// What a socket's task (or reader thread) tells its driver.
@@ -92,7 +92,9 @@ impl<O: Outlet> Hub<O> {
                     self.core.handle_closed(now, conn, &cause);
                 }
             }
-            while self.core.poll_event().is_some() {}
+            while let Some(event) = self.core.poll_event() {
+                answer_token_request(&mut self.core, &event);
+            }
             if !progressed && !self.core.poll_io_pending() {
                 return;
             }
@@ -127,6 +129,20 @@ impl<O: Outlet> Hub<O> {
             outlet.close();
         }
     }
+}
+
+/// Answers the core's [`Event::OAuthTokenNeeded`] from the configured token provider
+/// (the core never calls it itself); other events are left to the caller.
+pub fn answer_token_request(core: &mut Client, event: &Event) {
+    if !matches!(event, Event::OAuthTokenNeeded) {
+        return;
+    }
+    let provider = core.config().security().sasl.token_provider.clone();
+    let token = match provider {
+        Some(p) => p.token(),
+        None => Err("no OAUTHBEARER token provider configured".into()),
+    };
+    core.handle_oauth_token(Instant::now(), token);
 }
 
 /// The core client for `config`, with the `ssl.*.location` files read from disk (the

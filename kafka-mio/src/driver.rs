@@ -217,6 +217,7 @@ impl Driver {
             }
             let failed = self.transmit(registry);
             while let Some(event) = self.core.poll_event() {
+                kafka_driver::answer_token_request(&mut self.core, &event);
                 match event {
                     Event::OperationDone(raw) => self.completed.push_back(raw),
                     other => {

@@ -106,6 +106,10 @@ pub enum Event {
     OperationDone(OpRef),
     /// A machine has something for the application (read it with [`Client::command`]).
     Notify(OpRef),
+    /// A connection authenticates with OAUTHBEARER and no valid token is cached: ask the
+    /// token provider (off the hot path if it blocks) and answer with
+    /// [`Client::handle_oauth_token`]. Asked once until answered.
+    OAuthTokenNeeded,
     /// A connection to a broker failed.
     ConnectionFailed {
         /// The broker's node id (negative for bootstrap servers).
@@ -262,6 +266,10 @@ pub struct Client {
     op_outputs: HashMap<u64, Box<dyn std::any::Any + Send>>,
     /// Finished requests the application owns (the rest of `done` belongs to machines).
     app_done: HashSet<u64>,
+    /// The last OAUTHBEARER token the adapter supplied, reused until it expires.
+    oauth_token: Option<crate::config::OAuthToken>,
+    /// Connections waiting for a token; `Event::OAuthTokenNeeded` is out while non-empty.
+    awaiting_token: BTreeSet<ConnId>,
 }
 
 impl std::fmt::Debug for Client {
@@ -347,6 +355,8 @@ impl Client {
             ops: BTreeMap::new(),
             op_outputs: HashMap::new(),
             app_done: HashSet::new(),
+            oauth_token: None,
+            awaiting_token: BTreeSet::new(),
             metadata_at: None,
         })
     }
@@ -355,6 +365,11 @@ impl Client {
     /// certificate validity. Adapters call it before reporting connections.
     pub fn handle_wall_clock(&mut self, since_unix_epoch: Duration) {
         self.wall_clock = since_unix_epoch;
+    }
+
+    /// The configuration the client was made with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
     }
 
     /// The cached cluster metadata.
@@ -467,6 +482,66 @@ impl Client {
         if let Some(router::Internal::Metadata) = p.internal() {
             self.metadata_in_flight = false;
             self.sync_metadata_timer();
+        }
+    }
+
+    /// Answers [`Event::OAuthTokenNeeded`]: every connection waiting goes on with the
+    /// token (kept for later connections until `lifetime_ms`), or fails with the reason.
+    pub fn handle_oauth_token(
+        &mut self,
+        now: Instant,
+        token: Result<crate::config::OAuthToken, String>,
+    ) {
+        self.last_now = Some(now);
+        let credentials = token.map(|t| {
+            let c = SaslCredentials::OAuthBearer {
+                token: t.value.clone(),
+                extensions: t.extensions.clone(),
+            };
+            self.oauth_token = Some(t);
+            c
+        });
+        for conn in std::mem::take(&mut self.awaiting_token) {
+            if let Some(Slot {
+                phase: Phase::Open(c),
+                ..
+            }) = self.slots.get_mut(&conn)
+            {
+                c.supply_credentials(now, credentials.clone());
+                self.drain(now, conn);
+            }
+        }
+        self.run_ops(now);
+    }
+
+    /// A connection asks for credentials: the cached token while it is valid (a minute
+    /// of margin), else the adapter is asked once.
+    fn credentials_wanted(&mut self, now: Instant, conn: ConnId) {
+        let now_ms = self.wall_clock.as_millis() as i64;
+        let cached = self
+            .oauth_token
+            .as_ref()
+            .filter(|t| t.lifetime_ms > now_ms + 60_000)
+            .map(|t| SaslCredentials::OAuthBearer {
+                token: t.value.clone(),
+                extensions: t.extensions.clone(),
+            });
+        match cached {
+            Some(c) => {
+                if let Some(Slot {
+                    phase: Phase::Open(connection),
+                    ..
+                }) = self.slots.get_mut(&conn)
+                {
+                    connection.supply_credentials(now, Ok(c));
+                }
+            }
+            None => {
+                if self.awaiting_token.is_empty() {
+                    self.events.push_back(Event::OAuthTokenNeeded);
+                }
+                self.awaiting_token.insert(conn);
+            }
         }
     }
 
@@ -712,16 +787,7 @@ impl Client {
         }
         let sasl = &sec.sasl;
         let credentials = match (&sasl.token_provider, &sasl.username, &sasl.password) {
-            (Some(p), _, _) => {
-                let p = p.clone();
-                CredentialSource::Provider(Arc::new(move || {
-                    let t = p.token()?;
-                    Ok(SaslCredentials::OAuthBearer {
-                        token: t.value,
-                        extensions: t.extensions,
-                    })
-                }))
-            }
+            (Some(_), _, _) => CredentialSource::Asked,
             (None, Some(u), Some(pw)) => {
                 CredentialSource::Static(SaslCredentials::UsernamePassword {
                     username: u.clone(),
@@ -804,6 +870,7 @@ impl Client {
             return;
         };
         self.by_node.remove(&(slot.node, slot.lane));
+        self.awaiting_token.remove(&conn);
         self.io.push_back(IoCommand::Close { conn });
         if !matches!(error, ConnError::Idle) {
             let failures = self.node_failures.get(&slot.node).map_or(0, |f| f.0 + 1);

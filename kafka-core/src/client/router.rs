@@ -349,7 +349,13 @@ impl Client {
                 ConnState::Ready => {
                     self.node_failures.remove(node);
                 }
-                ConnState::Setup => {}
+                ConnState::Setup => {
+                    if c.needs_credentials() && !self.awaiting_token.contains(&conn) {
+                        self.credentials_wanted(now, conn);
+                        // A cached token may have moved it on (or failed it).
+                        return self.drain(now, conn);
+                    }
+                }
             }
             let next = c.poll_timeout();
             self.timers.set(Timer::Conn(conn), next);

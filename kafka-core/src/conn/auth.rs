@@ -2,7 +2,6 @@
 //! by a [`SaslClient`], and re-authentication before the session lifetime the broker
 //! returned runs out (KIP-368).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,29 +15,24 @@ use super::error::ConnError;
 use super::request::OutboundRequest;
 use super::sasl::{Mechanism, SaslClient, SaslCredentials, Step};
 
-/// Where credentials come from: fixed, or asked for at every (re-)authentication (for
-/// OAUTHBEARER tokens that expire).
-#[derive(Clone)]
+/// Where credentials come from: fixed, or asked of the owner at every
+/// (re-)authentication (OAUTHBEARER tokens that expire). The core never calls out: it
+/// says it needs credentials ([`super::Connection::needs_credentials`]) and waits for
+/// [`super::Connection::supply_credentials`].
+#[derive(Debug, Clone)]
 pub enum CredentialSource {
     /// The same credentials every time.
     Static(SaslCredentials),
-    /// Called at every authentication; an error fails the connection with its message.
-    Provider(Arc<dyn Fn() -> Result<SaslCredentials, String> + Send + Sync>),
-}
-
-impl std::fmt::Debug for CredentialSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CredentialSource::Static(c) => f.debug_tuple("Static").field(c).finish(),
-            CredentialSource::Provider(_) => f.write_str("Provider(..)"),
-        }
-    }
+    /// Asked for at every authentication.
+    Asked,
 }
 
 /// What the connection should do after an auth step.
 pub(crate) enum AuthOutput {
     /// Send this request.
     Send(Box<dyn OutboundRequest>),
+    /// Waiting for the owner to supply credentials.
+    NeedCredentials,
     /// Authenticated.
     Done,
     /// Authentication failed.
@@ -54,6 +48,8 @@ pub struct Auth {
     rounds: u64,
     client: Option<SaslClient>,
     reauth_at: Option<Instant>,
+    /// Credentials supplied for the next start (asked sources).
+    supplied: Option<SaslCredentials>,
 }
 
 impl Auth {
@@ -67,7 +63,13 @@ impl Auth {
             rounds: 0,
             client: None,
             reauth_at: None,
+            supplied: None,
         }
+    }
+
+    /// Gives the credentials an asked source waits for; the next `start` uses them.
+    pub(crate) fn supply(&mut self, credentials: SaslCredentials) {
+        self.supplied = Some(credentials);
     }
 
     /// When the session must be re-authenticated, if the broker set a lifetime.
@@ -84,14 +86,9 @@ impl Auth {
         self.reauth_at = None;
         let credentials = match &self.credentials {
             CredentialSource::Static(c) => c.clone(),
-            CredentialSource::Provider(p) => match p() {
-                Ok(c) => c,
-                Err(message) => {
-                    return AuthOutput::Failed(ConnError::AuthenticationFailed {
-                        mechanism: self.mechanism.name().into(),
-                        message: format!("credential provider failed: {message}"),
-                    })
-                }
+            CredentialSource::Asked => match self.supplied.take() {
+                Some(c) => c,
+                None => return AuthOutput::NeedCredentials,
             },
         };
         match SaslClient::new(self.mechanism, credentials, self.nonce()) {

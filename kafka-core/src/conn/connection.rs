@@ -117,11 +117,16 @@ pub struct Connection {
     auth: Option<Auth>,
     queue: VecDeque<Queued>,
     inflight: VecDeque<InFlight>,
+    /// The in-flight deadlines in time order (the earliest in O(log n), whatever each
+    /// request's own timeout).
+    deadlines: std::collections::BTreeSet<(Instant, i32)>,
     completions: VecDeque<Completion>,
     next_correlation: i32,
     setup_deadline: Option<Instant>,
     throttled_until: Option<Instant>,
     last_activity: Instant,
+    /// SASL waits for credentials from the owner (see [`Connection::supply_credentials`]).
+    awaiting_credentials: bool,
     #[cfg(feature = "tls")]
     tls: Option<super::tls::TlsSession>,
 }
@@ -155,10 +160,12 @@ impl Connection {
             auth,
             queue: VecDeque::new(),
             inflight: VecDeque::new(),
+            deadlines: Default::default(),
             completions: VecDeque::new(),
             next_correlation: 0,
             throttled_until: None,
             last_activity: now,
+            awaiting_credentials: false,
         };
         conn.send_api_versions(now);
         conn
@@ -186,6 +193,41 @@ impl Connection {
     /// The broker's advertised versions, once known.
     pub fn api_versions(&self) -> Option<&ApiVersionTable> {
         self.versions.as_ref()
+    }
+
+    /// Whether authentication waits for credentials (an OAUTHBEARER token) from the owner.
+    pub fn needs_credentials(&self) -> bool {
+        self.awaiting_credentials && !matches!(self.state, ConnState::Failed(_))
+    }
+
+    /// Answers [`Connection::needs_credentials`]: authentication goes on with them, or the
+    /// connection fails with the reason (an authentication failure).
+    pub fn supply_credentials(
+        &mut self,
+        now: Instant,
+        credentials: Result<super::sasl::SaslCredentials, String>,
+    ) {
+        if !self.needs_credentials() {
+            return;
+        }
+        self.awaiting_credentials = false;
+        let Some(auth) = self.auth.as_mut() else {
+            return;
+        };
+        let output = match credentials {
+            Ok(c) => {
+                auth.supply(c);
+                auth.start(now)
+            }
+            Err(message) => AuthOutput::Failed(ConnError::AuthenticationFailed {
+                mechanism: "OAUTHBEARER".into(),
+                message: format!("no token: {message}"),
+            }),
+        };
+        if let Err(e) = self.apply_auth_output(now, output) {
+            self.fail(e);
+        }
+        self.dispatch(now);
     }
 
     /// Requests queued or in flight for the owner.
@@ -333,7 +375,7 @@ impl Connection {
                 t = Some(t.map_or(d, |t| t.min(d)));
             }
         };
-        consider(self.inflight.iter().map(|f| f.deadline).min());
+        consider(self.deadlines.first().map(|(d, _)| *d));
         consider(self.setup_deadline);
         if !self.queue.is_empty() {
             consider(self.throttled_until);
@@ -350,7 +392,12 @@ impl Connection {
         if matches!(self.state, ConnState::Failed(_)) {
             return;
         }
-        if let Some(f) = self.inflight.iter().find(|f| f.deadline <= now) {
+        let due = self
+            .deadlines
+            .first()
+            .filter(|(d, _)| *d <= now)
+            .map(|(_, c)| *c);
+        if let Some(f) = due.and_then(|c| self.inflight.iter().find(|f| f.correlation_id == c)) {
             let e = ConnError::RequestTimedOut {
                 api: f.api,
                 correlation_id: f.correlation_id,
@@ -399,7 +446,7 @@ impl Connection {
             correlation_id,
             self.cfg.client_id.as_deref(),
         ) {
-            Ok(()) => self.inflight.push_back(InFlight {
+            Ok(()) => self.push_inflight(InFlight {
                 correlation_id,
                 api: req.api_key(),
                 version,
@@ -411,6 +458,11 @@ impl Connection {
                 req.api_key()
             ))),
         }
+    }
+
+    fn push_inflight(&mut self, f: InFlight) {
+        self.deadlines.insert((f.deadline, f.correlation_id));
+        self.inflight.push_back(f);
     }
 
     fn next_correlation_id(&mut self) -> i32 {
@@ -433,6 +485,7 @@ impl Connection {
         let Some(f) = self.inflight.pop_front() else {
             return Err(ConnError::UnexpectedFrame);
         };
+        self.deadlines.remove(&(f.deadline, f.correlation_id));
         match f.owner {
             Ok(token) => {
                 self.completions.push_back(Completion::Response {
@@ -507,6 +560,10 @@ impl Connection {
                 self.write_internal(now, req.as_ref(), version, Internal::Auth);
                 Ok(())
             }
+            AuthOutput::NeedCredentials => {
+                self.awaiting_credentials = true;
+                Ok(())
+            }
             AuthOutput::Done => {
                 self.state = ConnState::Ready;
                 self.setup_deadline = None;
@@ -573,7 +630,7 @@ impl Connection {
                 Ok(()) if q.shape.no_response => self
                     .completions
                     .push_back(Completion::Sent { token: q.token }),
-                Ok(()) => self.inflight.push_back(InFlight {
+                Ok(()) => self.push_inflight(InFlight {
                     correlation_id,
                     api,
                     version,
@@ -594,6 +651,7 @@ impl Connection {
         if matches!(self.state, ConnState::Failed(_)) {
             return;
         }
+        self.deadlines.clear();
         for f in self.inflight.drain(..) {
             if let Ok(token) = f.owner {
                 let error = RequestError::Connection(e.clone());

@@ -385,3 +385,66 @@ fn the_next_deadline_comes_from_the_timer_table_not_a_scan() {
         0
     );
 }
+
+struct NeverCalled;
+
+impl crate::config::TokenProvider for NeverCalled {
+    fn token(&self) -> Result<crate::config::OAuthToken, String> {
+        panic!("the core never calls the token provider")
+    }
+}
+
+#[test]
+fn oauthbearer_tokens_are_asked_of_the_adapter_and_reused_until_they_expire() {
+    let mut b = ClientConfig::builder();
+    b.bootstrap_servers("boot:9092")
+        .security_protocol(crate::config::SecurityProtocol::SaslPlaintext)
+        .sasl_oauthbearer(std::sync::Arc::new(NeverCalled));
+    let mut h = Harness::new();
+    h.client = Client::new(b.build().unwrap(), [1; 32]).unwrap();
+    h.client
+        .handle_wall_clock(Duration::from_secs(1_700_000_000));
+    let id = h.client.send(h.now, Route::Any, MetadataRequest::default());
+    assert!(h.negotiate().is_empty(), "nothing sent before a token");
+    let asked: Vec<Event> = std::iter::from_fn(|| h.client.poll_event()).collect();
+    assert_eq!(asked, vec![Event::OAuthTokenNeeded], "asked once");
+    let token = crate::config::OAuthToken {
+        value: crate::secret::Secret::new("eyJ.TOKEN.sig"),
+        lifetime_ms: 1_700_000_000_000 + 3_600_000,
+        principal: "alice".into(),
+        extensions: vec![],
+    };
+    h.client.handle_oauth_token(h.now, Ok(token));
+    let rest = h.negotiate();
+    assert_eq!(rest[0].2.api(), ApiKey::SaslHandshake);
+    // A second connection (another lane) reuses the cached token without asking.
+    let _other = h.client.send_with(
+        h.now,
+        Route::Any,
+        ProduceRequest::default(),
+        RequestOptions::default(),
+    );
+    let more = h.negotiate();
+    assert!(more
+        .iter()
+        .any(|(_, _, s)| s.api() == ApiKey::SaslHandshake));
+    assert!(!std::iter::from_fn(|| h.client.poll_event()).any(|e| e == Event::OAuthTokenNeeded));
+    // A failed answer fails the waiting connection with the reason.
+    let mut h2 = Harness::new();
+    let mut b = ClientConfig::builder();
+    b.bootstrap_servers("boot:9092")
+        .security_protocol(crate::config::SecurityProtocol::SaslPlaintext)
+        .sasl_oauthbearer(std::sync::Arc::new(NeverCalled));
+    h2.client = Client::new(b.build().unwrap(), [1; 32]).unwrap();
+    let failed = h2
+        .client
+        .send(h2.now, Route::Any, MetadataRequest::default());
+    h2.negotiate();
+    h2.client.handle_oauth_token(h2.now, Err("idp down".into()));
+    let events: Vec<Event> = std::iter::from_fn(|| h2.client.poll_event()).collect();
+    assert!(
+        events.iter().any(|e| matches!(e, Event::ConnectionFailed { error, .. } if error.to_string().contains("idp down"))),
+        "{events:?}"
+    );
+    let _ = (id, failed);
+}
