@@ -1,8 +1,8 @@
 //! Building one v2 batch a record at a time, for the producer's accumulator.
 //!
 //! [`BatchBuilder`] writes each appended record's bytes straight into the open batch
-//! (the batch buffer when uncompressed, a reused scratch buffer when compressed) and
-//! keeps only counters; [`BatchBuilder::seal`] compresses, fills the header and
+//! (the batch's own buffer when uncompressed, a reused buffer for the records section
+//! when compressed) and keeps only counters; [`BatchBuilder::seal`] compresses, fills the header and
 //! computes the CRC in one pass, and hands the batch out as a [`BytesMut`] split off
 //! the builder's buffer. See `producer_state.rs` for rewriting the producer fields
 //! of a sealed batch.
@@ -77,11 +77,17 @@ pub struct SealedBatch {
 pub struct BatchBuilder {
     opts: BatchOptions,
     batch_size: usize,
-    /// Uncompressed: the open batch (a zeroed 61-byte header, then its records).
-    /// Compressed: empty between seals. After a seal: the capacity left behind.
-    buf: BytesMut,
-    /// Compressed: the open batch's records section, uncompressed.
-    scratch: Vec<u8>,
+    /// `batch_size`, capped at what the wire's batch length can say.
+    limit: usize,
+    /// `opts.compression` is not `None`.
+    compressed: bool,
+    /// The open batch: uncompressed, a zeroed 61-byte header then the records;
+    /// compressed, the records section before compression. Records go into a plain
+    /// `Vec`, exactly as in the one-shot encoder.
+    open: Vec<u8>,
+    /// The memory of the last sealed batch (an empty handle sharing its allocation):
+    /// taken back for the next batch once nobody else holds the sealed bytes.
+    spare: BytesMut,
     contexts: compression::Contexts,
     count: i32,
     first_timestamp: i64,
@@ -102,8 +108,10 @@ impl BatchBuilder {
         Ok(Self {
             opts,
             batch_size,
-            buf: BytesMut::new(),
-            scratch: Vec::new(),
+            limit: batch_size.min(MAX_BATCH_BYTES),
+            compressed: opts.compression != Compression::None,
+            open: Vec::new(),
+            spare: BytesMut::new(),
             contexts: compression::Contexts::default(),
             count: 0,
             first_timestamp: -1,
@@ -193,47 +201,42 @@ impl BatchBuilder {
     /// [`append`](Self::append) taking the record as a [`NewRecord`].
     #[inline]
     pub fn append_record(&mut self, record: &NewRecord<'_>) -> Result<Append, RecordError> {
-        let opening = self.count == 0;
-        if self.count == i32::MAX {
+        let offset_delta = self.count;
+        if offset_delta == 0 {
+            return self.append_first(record);
+        }
+        if offset_delta == i32::MAX {
             return Ok(Append::Full);
         }
-        let first = if opening {
-            record.timestamp
-        } else {
-            self.first_timestamp
-        };
-        let timestamp_delta = record.timestamp.wrapping_sub(first);
-        let offset_delta = self.count;
+        let timestamp_delta = record.timestamp.wrapping_sub(self.first_timestamp);
         let body = record_body_len(record, timestamp_delta, offset_delta)?;
         let size = record_size(body);
-        let total = (BATCH_HEADER_LEN + self.records_len).saturating_add(size);
-        if !opening && total > self.batch_size.min(MAX_BATCH_BYTES) {
+        // records_len + header stays under `limit`; the sum saturates on 32-bit targets.
+        if (BATCH_HEADER_LEN + self.records_len).saturating_add(size) > self.limit {
             return Ok(Append::Full);
         }
-        if total > MAX_BATCH_BYTES {
+        self.max_timestamp = self.max_timestamp.max(record.timestamp);
+        write_record(&mut self.open, record, body, timestamp_delta, offset_delta);
+        self.records_len += size;
+        self.count = offset_delta + 1;
+        Ok(Append::Appended { offset_delta })
+    }
+
+    /// The first record opens the batch and is accepted whatever its size.
+    #[inline(never)]
+    fn append_first(&mut self, record: &NewRecord<'_>) -> Result<Append, RecordError> {
+        let body = record_body_len(record, 0, 0)?;
+        let size = record_size(body);
+        if BATCH_HEADER_LEN + size > MAX_BATCH_BYTES {
             return Err(RecordError::Unencodable("batch over i32::MAX bytes"));
         }
-        if opening {
-            self.open();
-            self.first_timestamp = record.timestamp;
-            self.max_timestamp = record.timestamp;
-        } else {
-            self.max_timestamp = self.max_timestamp.max(record.timestamp);
-        }
-        if self.opts.compression == Compression::None {
-            write_record(&mut self.buf, record, body, timestamp_delta, offset_delta);
-        } else {
-            write_record(
-                &mut self.scratch,
-                record,
-                body,
-                timestamp_delta,
-                offset_delta,
-            );
-        }
-        self.records_len += size;
-        self.count += 1;
-        Ok(Append::Appended { offset_delta })
+        self.open();
+        self.first_timestamp = record.timestamp;
+        self.max_timestamp = record.timestamp;
+        write_record(&mut self.open, record, body, 0, 0);
+        self.records_len = size;
+        self.count = 1;
+        Ok(Append::Appended { offset_delta: 0 })
     }
 
     /// Finishes the open batch: compresses its records (if a codec is set), writes the
@@ -249,11 +252,13 @@ impl BatchBuilder {
                 "a batch needs at least one record",
             ));
         }
-        if self.opts.compression != Compression::None {
-            self.compress()?;
-        }
+        let mut batch = if self.compressed {
+            self.compress()?
+        } else {
+            std::mem::take(&mut self.open)
+        };
         let header = seal_header(
-            &mut self.buf,
+            &mut batch,
             &self.opts,
             self.count,
             self.first_timestamp,
@@ -262,20 +267,23 @@ impl BatchBuilder {
         let header = match header {
             Ok(h) => h,
             Err(e) => {
-                if self.opts.compression != Compression::None {
-                    self.buf.clear();
+                if !self.compressed {
+                    self.open = batch;
                 }
                 return Err(e);
             }
         };
-        let bytes = self.buf.split();
+        // No copy: the `Vec` becomes the buffer behind `spare`, and the batch is split
+        // off it.
+        self.spare = BytesMut::from(Bytes::from(batch));
+        let bytes = self.spare.split();
         self.clear();
         Ok(SealedBatch { bytes, header })
     }
 
     /// Drops the open batch's records; buffers and codec contexts are kept.
     pub fn reset(&mut self) {
-        self.buf.clear();
+        self.open.clear();
         self.clear();
     }
 
@@ -290,40 +298,46 @@ impl BatchBuilder {
         self.reset();
         self.opts = opts;
         self.batch_size = batch_size;
+        self.limit = batch_size.min(MAX_BATCH_BYTES);
+        self.compressed = opts.compression != Compression::None;
         Ok(())
     }
 
     fn clear(&mut self) {
-        self.scratch.clear();
         self.count = 0;
         self.first_timestamp = -1;
         self.max_timestamp = -1;
         self.records_len = 0;
     }
 
-    /// Makes room for a batch of `batch.size` (at most [`MAX_RESERVE`]) and writes the
-    /// header placeholder of an uncompressed batch. The reservation takes the memory of
-    /// earlier batches back if nobody holds them any more.
+    /// A `Vec` for a batch's bytes: the last sealed batch's memory if nobody holds
+    /// that batch any more (no copy, no allocation), else a new one.
+    fn take_spare(&mut self) -> Vec<u8> {
+        let mut v = Vec::from(std::mem::take(&mut self.spare));
+        v.clear();
+        v
+    }
+
+    /// Makes room for a batch of `batch.size` (at most [`MAX_RESERVE`]) and, without
+    /// compression, writes the header placeholder.
     fn open(&mut self) {
         let room = self.batch_size.min(MAX_RESERVE) + WRITE_SLACK;
-        if self.opts.compression == Compression::None {
-            self.buf.clear();
-            self.buf.reserve(BATCH_HEADER_LEN + room);
-            self.buf.extend_from_slice(&[0; BATCH_HEADER_LEN]);
+        self.open.clear();
+        if self.compressed {
+            self.open.reserve(room);
         } else {
-            self.scratch.clear();
-            self.scratch.reserve(room);
+            if self.open.capacity() == 0 {
+                self.open = self.take_spare();
+            }
+            self.open.reserve(BATCH_HEADER_LEN + room);
+            self.open.resize(BATCH_HEADER_LEN, 0);
         }
     }
 
-    /// Compresses the scratch records into `buf` after a header placeholder. The codecs
-    /// write to a `Vec`, so `buf` becomes one for the time being: no copy (it is empty,
-    /// and its allocation comes back if no sealed batch still shares it), at the price
-    /// of a small bookkeeping allocation in `bytes` per batch.
-    fn compress(&mut self) -> Result<(), RecordError> {
-        let mut out = Vec::from(std::mem::take(&mut self.buf));
-        out.clear();
-        let n = self.scratch.len();
+    /// Compresses the open records into a new batch buffer after a header placeholder.
+    fn compress(&mut self) -> Result<Vec<u8>, RecordError> {
+        let mut out = self.take_spare();
+        let n = self.open.len();
         // Room for every codec's worst case on incompressible input, so the output
         // does not reallocate.
         out.reserve(BATCH_HEADER_LEN + n + n / 8 + 128);
@@ -331,14 +345,15 @@ impl BatchBuilder {
         let result = self.contexts.compress(
             self.opts.compression,
             self.opts.compression_level,
-            &self.scratch,
+            &self.open,
             &mut out,
         );
-        if result.is_err() {
+        if let Err(e) = result {
             out.clear();
+            self.spare = BytesMut::from(Bytes::from(out));
+            return Err(e);
         }
-        self.buf = BytesMut::from(Bytes::from(out));
-        result
+        Ok(out)
     }
 }
 

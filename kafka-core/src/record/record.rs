@@ -1,6 +1,6 @@
 //! One record inside a v2 batch: decoding as slices of the batch's bytes, and encoding.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::wire::{varint_len, varlong_len, Reader};
 use super::RecordError;
@@ -249,57 +249,6 @@ fn len_field(len: Option<usize>) -> Result<i32, RecordError> {
     }
 }
 
-/// A growable byte buffer records are written to: `Vec<u8>` (the one-shot encoder and
-/// the compressed scratch) or `BytesMut` (the builder's batch buffer).
-pub(crate) trait RecordSink {
-    /// Bytes written so far.
-    fn written(&self) -> usize;
-    /// Makes room for `additional` more bytes.
-    fn reserve_more(&mut self, additional: usize);
-    /// Appends `bytes`.
-    fn put(&mut self, bytes: &[u8]);
-    /// Cuts the buffer back to `len` bytes.
-    fn cut(&mut self, len: usize);
-}
-
-impl RecordSink for Vec<u8> {
-    #[inline(always)]
-    fn written(&self) -> usize {
-        self.len()
-    }
-    #[inline(always)]
-    fn reserve_more(&mut self, additional: usize) {
-        self.reserve(additional);
-    }
-    #[inline(always)]
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-    #[inline(always)]
-    fn cut(&mut self, len: usize) {
-        self.truncate(len);
-    }
-}
-
-impl RecordSink for BytesMut {
-    #[inline(always)]
-    fn written(&self) -> usize {
-        self.len()
-    }
-    #[inline(always)]
-    fn reserve_more(&mut self, additional: usize) {
-        self.reserve(additional);
-    }
-    #[inline(always)]
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-    #[inline(always)]
-    fn cut(&mut self, len: usize) {
-        self.truncate(len);
-    }
-}
-
 /// Writes the zig-zag varint `z` (already zig-zagged) at `buf[n..]`; returns the new
 /// end. `buf` has room: callers stage at most 26 bytes in a 32-byte buffer.
 #[inline(always)]
@@ -316,10 +265,10 @@ fn stage(buf: &mut [u8; 32], mut n: usize, mut z: u64) -> usize {
 /// Appends the first `n` staged bytes: copies the whole fixed-size buffer (inlined
 /// moves, no `memcpy` call) and then cuts the length back.
 #[inline(always)]
-fn flush_staged<S: RecordSink>(out: &mut S, buf: &[u8; 32], n: usize) {
-    let at = out.written();
-    out.put(buf);
-    out.cut(at + n);
+fn flush_staged(out: &mut Vec<u8>, buf: &[u8; 32], n: usize) {
+    let at = out.len();
+    out.extend_from_slice(buf);
+    out.truncate(at + n);
 }
 
 #[inline(always)]
@@ -377,8 +326,8 @@ pub(crate) fn record_size(body: i32) -> usize {
 /// and appended together with the next key or value, so a record costs a few copies
 /// rather than one push per byte.
 #[inline]
-pub(crate) fn write_record<S: RecordSink>(
-    out: &mut S,
+pub(crate) fn write_record(
+    out: &mut Vec<u8>,
     rec: &NewRecord<'_>,
     body: i32,
     timestamp_delta: i64,
@@ -386,7 +335,7 @@ pub(crate) fn write_record<S: RecordSink>(
 ) {
     // Lengths were checked against i32::MAX by `record_body_len`.
     let nullable_len = |f: Option<&[u8]>| f.map_or(-1, |b| b.len() as i32);
-    out.reserve_more(record_size(body) + WRITE_SLACK);
+    out.reserve(record_size(body) + WRITE_SLACK);
     let mut buf = [0u8; 32];
     // Length (5) + attributes (1) + timestamp delta (10) + offset delta (5) + key
     // length (5) = 26 bytes at most.
@@ -397,28 +346,28 @@ pub(crate) fn write_record<S: RecordSink>(
     n = stage(&mut buf, n, zz32(nullable_len(rec.key)));
     if let Some(k) = rec.key {
         flush_staged(out, &buf, n);
-        out.put(k);
+        out.extend_from_slice(k);
         n = 0;
     }
     n = stage(&mut buf, n, zz32(nullable_len(rec.value)));
     flush_staged(out, &buf, n);
     if let Some(v) = rec.value {
-        out.put(v);
+        out.extend_from_slice(v);
     }
     if rec.headers.is_empty() {
-        out.put(&[0]);
+        out.push(0);
         return;
     }
     n = stage(&mut buf, 0, zz32(rec.headers.len() as i32));
-    out.put(&buf[..n]);
+    out.extend_from_slice(&buf[..n]);
     for h in rec.headers {
         n = stage(&mut buf, 0, zz32(h.key.len() as i32));
-        out.put(&buf[..n]);
-        out.put(h.key.as_bytes());
+        out.extend_from_slice(&buf[..n]);
+        out.extend_from_slice(h.key.as_bytes());
         n = stage(&mut buf, 0, zz32(nullable_len(h.value)));
-        out.put(&buf[..n]);
+        out.extend_from_slice(&buf[..n]);
         if let Some(v) = h.value {
-            out.put(v);
+            out.extend_from_slice(v);
         }
     }
 }

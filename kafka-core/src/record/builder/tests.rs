@@ -173,7 +173,7 @@ fn extreme_timestamps_round_trip() {
     ];
     let mut b = BatchBuilder::new(BatchOptions::default(), 1000).unwrap();
     let sealed = build(&mut b, &recs);
-    let bytes = Bytes::from(sealed.bytes.freeze());
+    let bytes = sealed.bytes.freeze();
     let (batch, _) = RecordBatch::decode(&bytes, &DecodeOptions::default()).unwrap();
     let ts: Vec<i64> = batch
         .records()
