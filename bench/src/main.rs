@@ -177,7 +177,8 @@ fn ours_build(pool: &Pool, records: usize, codec: Compression) {
     }
 }
 
-/// The builder's first batch equals the one-shot encoder's.
+/// The builder's first batch equals the one-shot encoder's, and once warm (second
+/// batch, the first one dropped) appending allocates nothing.
 fn check_build_matches_encode(pool: &Pool, codec: Compression) {
     let opts = BatchOptions {
         compression: codec,
@@ -197,6 +198,21 @@ fn check_build_matches_encode(pool: &Pool, codec: Compression) {
         &built.bytes[..],
         &encoded[..],
         "builder and encoder disagree"
+    );
+    drop(built);
+    let pool_len = pool.data.len() / VALUE;
+    let region = Region::new(GLOBAL);
+    for i in BATCH..2 * BATCH {
+        let appended = builder
+            .append(T0 + i as i64, None, Some(pool.value(i % pool_len)), &[])
+            .expect("append");
+        assert!(matches!(appended, Append::Appended { .. }), "batch.size");
+    }
+    let s = region.change();
+    assert_eq!(
+        s.allocations + s.reallocations,
+        0,
+        "{codec:?}: a warm builder allocated while appending"
     );
 }
 
