@@ -2,10 +2,10 @@
 //!
 //! [`BatchBuilder`] writes each appended record's bytes straight into the open batch
 //! (the batch's own buffer when uncompressed, a reused buffer for the records section
-//! when compressed) and keeps only counters; [`BatchBuilder::seal`] compresses, fills the header and
-//! computes the CRC in one pass, and hands the batch out as a [`BytesMut`] split off
-//! the builder's buffer. See `producer_state.rs` for rewriting the producer fields
-//! of a sealed batch.
+//! when compressed) and keeps only counters; [`BatchBuilder::seal`] compresses, fills
+//! the header, computes the CRC in one pass and hands the batch out as a [`BytesMut`]
+//! without copying it. See `producer_state.rs` for rewriting the producer fields of a
+//! sealed batch.
 
 use bytes::{Bytes, BytesMut};
 
