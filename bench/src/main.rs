@@ -1,7 +1,9 @@
 //! Record batch codec benchmark, no broker: encode and decode 1,000,000 records of
 //! 100-byte values in batches of 1,000 for every codec and two value pools, for
 //! `kafka-core` and, in the same run, the `kafka-protocol` crate; plus memcpy and
-//! CRC-32C throughput over the same batches as the physical bound.
+//! CRC-32C throughput over the same batches as the physical bound. "build" rows are
+//! `kafka-core`'s incremental `BatchBuilder` (append one record at a time, then seal),
+//! measured interleaved with the one-shot encoder and the peer.
 //!
 //! Run: `cargo run --release -p kafka-bench` (prints a markdown table; see
 //! `bench/RESULTS.md`). `KAFKA_BENCH_RECORDS=N` shrinks the run for a smoke test;
@@ -13,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use kafka_core::record::{
-    BatchEncoder, BatchOptions, Compression, DecodeOptions, NewRecord, RecordBatch,
+    Append, BatchBuilder, BatchEncoder, BatchOptions, Compression, DecodeOptions, NewRecord,
+    RecordBatch,
 };
 use kafka_protocol::records as kp;
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -24,6 +27,8 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 const BATCH: usize = 1000;
 const VALUE: usize = 100;
 const T0: i64 = 1_700_000_000_000;
+/// The builder's `batch.size`: room for the 1,000 records of a batch (about 110 KB).
+const BATCH_SIZE: usize = 128 * 1024;
 
 /// 1,000,000 values of 100 bytes, contiguous.
 struct Pool {
@@ -78,14 +83,10 @@ fn pools(records: usize) -> Vec<Pool> {
     ]
 }
 
-/// Runs `ours` and `peer` alternately (ours, peer, ours, peer; a third round when a
-/// run takes under half a second) and keeps each one's best time, so load changes on
-/// the machine hit both alike. Allocations (plus reallocations) are counted on the
-/// first run of each.
-fn measure_pair(
-    mut ours: impl FnMut(),
-    mut peer: impl FnMut(),
-) -> ((Duration, usize), (Duration, usize)) {
+/// Runs each of `runs` in turn (a, b, c, a, b, c; a third round when a run takes
+/// under half a second) and keeps each one's best time, so load changes on the machine
+/// hit all alike. Allocations (plus reallocations) are counted on the first run of each.
+fn measure<const N: usize>(mut runs: [&mut dyn FnMut(); N]) -> [(Duration, usize); N] {
     let once = |f: &mut dyn FnMut()| {
         let region = Region::new(GLOBAL);
         let start = Instant::now();
@@ -94,18 +95,30 @@ fn measure_pair(
         let s = region.change();
         (t, s.allocations + s.reallocations)
     };
-    let (mut a, allocs_a) = once(&mut ours);
-    let (mut b, allocs_b) = once(&mut peer);
-    let rounds = if a.max(b) < Duration::from_millis(500) {
+    let mut best = [(Duration::MAX, 0); N];
+    for (b, f) in best.iter_mut().zip(runs.iter_mut()) {
+        *b = once(&mut **f);
+    }
+    let rounds = if best.iter().all(|b| b.0 < Duration::from_millis(500)) {
         3
     } else {
         2
     };
     for _ in 1..rounds {
-        a = a.min(once(&mut ours).0);
-        b = b.min(once(&mut peer).0);
+        for (b, f) in best.iter_mut().zip(runs.iter_mut()) {
+            b.0 = b.0.min(once(&mut **f).0);
+        }
     }
-    ((a, allocs_a), (b, allocs_b))
+    best
+}
+
+/// [`measure`] for two runs: ours and the peer, alternately.
+fn measure_pair(
+    mut ours: impl FnMut(),
+    mut peer: impl FnMut(),
+) -> ((Duration, usize), (Duration, usize)) {
+    let [a, b] = measure([&mut ours, &mut peer]);
+    (a, b)
 }
 
 struct Row {
@@ -140,6 +153,67 @@ fn ours_encode(pool: &Pool, records: usize, codec: Compression, out: &mut Vec<u8
         let _ = black_box(batch);
         black_box(&out);
     }
+}
+
+/// The incremental builder: each record appended as it comes, then the batch sealed
+/// (and dropped, as a produce response would, so its buffer is reused).
+#[inline(never)]
+fn ours_build(pool: &Pool, records: usize, codec: Compression) {
+    let opts = BatchOptions {
+        compression: codec,
+        ..BatchOptions::default()
+    };
+    let mut builder = BatchBuilder::new(opts, BATCH_SIZE).expect("builder");
+    for b in 0..records / BATCH {
+        for i in b * BATCH..(b + 1) * BATCH {
+            let appended = builder
+                .append(T0 + i as i64, None, Some(pool.value(i)), &[])
+                .expect("append");
+            debug_assert!(matches!(appended, Append::Appended { .. }));
+            let _ = black_box(appended);
+        }
+        let sealed = builder.seal().expect("seal");
+        black_box(&sealed);
+    }
+}
+
+/// The builder's first batch equals the one-shot encoder's, and once warm (second
+/// batch, the first one dropped) appending allocates nothing.
+fn check_build_matches_encode(pool: &Pool, codec: Compression) {
+    let opts = BatchOptions {
+        compression: codec,
+        ..BatchOptions::default()
+    };
+    let mut builder = BatchBuilder::new(opts, BATCH_SIZE).expect("builder");
+    for i in 0..BATCH {
+        let appended = builder
+            .append(T0 + i as i64, None, Some(pool.value(i)), &[])
+            .expect("append");
+        assert!(matches!(appended, Append::Appended { .. }), "batch.size");
+    }
+    let built = builder.seal().expect("seal");
+    let mut encoded = Vec::new();
+    ours_encode(pool, BATCH, codec, &mut encoded);
+    assert_eq!(
+        &built.bytes[..],
+        &encoded[..],
+        "builder and encoder disagree"
+    );
+    drop(built);
+    let pool_len = pool.data.len() / VALUE;
+    let region = Region::new(GLOBAL);
+    for i in BATCH..2 * BATCH {
+        let appended = builder
+            .append(T0 + i as i64, None, Some(pool.value(i % pool_len)), &[])
+            .expect("append");
+        assert!(matches!(appended, Append::Appended { .. }), "batch.size");
+    }
+    let s = region.change();
+    assert_eq!(
+        s.allocations + s.reallocations,
+        0,
+        "{codec:?}: a warm builder allocated while appending"
+    );
 }
 
 fn peer_records(pool: &Pool, records: usize) -> Vec<kp::Record> {
@@ -267,6 +341,7 @@ fn main() {
     let started = Instant::now();
     let pools = pools(records);
     let mut rows = Vec::new();
+    let mut builds = Vec::new();
     let mut bounds = Vec::new();
     let mut out = Vec::with_capacity(1 << 20);
     let mut peer_buf = BytesMut::with_capacity(1 << 20);
@@ -279,11 +354,13 @@ fn main() {
             {
                 continue;
             }
-            // Encode, alternating ours and the peer.
-            let (ours, peer) = measure_pair(
-                || ours_encode(pool, records, codec, &mut out),
-                || peer_encode(&peer_recs, codec, &mut peer_buf),
-            );
+            // Encode and build, interleaved: our encoder, the peer, our builder.
+            check_build_matches_encode(pool, codec);
+            let [ours, peer, build] = measure([
+                &mut || ours_encode(pool, records, codec, &mut out),
+                &mut || peer_encode(&peer_recs, codec, &mut peer_buf),
+                &mut || ours_build(pool, records, codec),
+            ]);
             rows.push(Row {
                 op: "encode",
                 codec,
@@ -291,6 +368,14 @@ fn main() {
                 ours,
                 peer,
             });
+            rows.push(Row {
+                op: "build",
+                codec,
+                pool: pool.name,
+                ours: build,
+                peer,
+            });
+            builds.push((codec, pool.name, build, ours));
             // Decode the same bytes with both; check they agree.
             let batches = encoded_batches(pool, records, codec);
             assert_eq!(
@@ -358,6 +443,23 @@ fn main() {
             mb_s(r.peer.0, records),
             r.peer.1 as f64 / records as f64,
             r.peer.0.as_secs_f64() / r.ours.0.as_secs_f64(),
+        );
+    }
+    println!("\nIncremental builder against the one-shot encoder (interleaved in the same runs as the rows above):\n");
+    println!("| codec | pool | build ns/rec | build MB/s | build allocs/rec | encode ns/rec | encode MB/s | encode allocs/rec | encode time / build time |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (codec, pool, build, encode) in &builds {
+        println!(
+            "| {} | {} | {:.1} | {:.0} | {:.3} | {:.1} | {:.0} | {:.3} | {:.2}x |",
+            codec.name(),
+            pool,
+            per_record(build.0, records),
+            mb_s(build.0, records),
+            build.1 as f64 / records as f64,
+            per_record(encode.0, records),
+            mb_s(encode.0, records),
+            encode.1 as f64 / records as f64,
+            encode.0.as_secs_f64() / build.0.as_secs_f64(),
         );
     }
     println!("\nPhysical bound over the uncompressed batches (same machine, same run):\n");

@@ -154,43 +154,61 @@ impl BatchEncoder {
                 .compress(opts.compression, opts.compression_level, &self.scratch, out)?;
         }
         let len = out.len() - start;
-        let batch_length = i32::try_from(len - LOG_OVERHEAD)
-            .map_err(|_| RecordError::Unencodable("batch over i32::MAX bytes"))?;
-        let header = BatchHeader {
-            base_offset: opts.base_offset,
-            batch_length,
-            partition_leader_epoch: opts.partition_leader_epoch,
-            magic: 2,
-            crc: 0,
-            attributes: BatchAttributes {
-                compression: opts.compression,
-                timestamp_type: opts.timestamp_type,
-                transactional: opts.transactional,
-                control: opts.control,
-                delete_horizon: false,
-            },
-            last_offset_delta: count - 1,
+        let header = seal_header(
+            &mut out[start..],
+            opts,
+            count,
             base_timestamp,
-            max_timestamp: match opts.timestamp_type {
-                TimestampType::CreateTime => max_timestamp,
-                TimestampType::LogAppendTime => opts.log_append_time,
-            },
-            producer_id: opts.producer_id,
-            producer_epoch: opts.producer_epoch,
-            base_sequence: opts.base_sequence,
-            records_count: count,
-        };
-        out[start..start + BATCH_HEADER_LEN].copy_from_slice(&header.to_bytes());
-        let crc = crc32c::crc32c(&out[start + ATTRIBUTES_OFFSET..]);
-        out[start + CRC_OFFSET..start + ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
-        debug_assert_eq!(
-            &out[start + RECORDS_COUNT_OFFSET..start + BATCH_HEADER_LEN],
-            &count.to_be_bytes()
-        );
-        Ok(EncodedBatch {
-            start,
-            len,
-            header: BatchHeader { crc, ..header },
-        })
+            max_timestamp,
+        )?;
+        Ok(EncodedBatch { start, len, header })
     }
+}
+
+/// Fills in the header of a finished batch: `batch` is the whole batch, a 61-byte
+/// placeholder followed by the (compressed) records section holding `count` records.
+/// Writes every header field from `opts` and the record facts, then the CRC-32C in one
+/// pass over the bytes it covers; returns the header as written (CRC included).
+pub(crate) fn seal_header(
+    batch: &mut [u8],
+    opts: &BatchOptions,
+    count: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+) -> Result<BatchHeader, RecordError> {
+    debug_assert!(batch.len() >= BATCH_HEADER_LEN && count > 0);
+    let batch_length = i32::try_from(batch.len() - LOG_OVERHEAD)
+        .map_err(|_| RecordError::Unencodable("batch over i32::MAX bytes"))?;
+    let mut header = BatchHeader {
+        base_offset: opts.base_offset,
+        batch_length,
+        partition_leader_epoch: opts.partition_leader_epoch,
+        magic: 2,
+        crc: 0,
+        attributes: BatchAttributes {
+            compression: opts.compression,
+            timestamp_type: opts.timestamp_type,
+            transactional: opts.transactional,
+            control: opts.control,
+            delete_horizon: false,
+        },
+        last_offset_delta: count - 1,
+        base_timestamp,
+        max_timestamp: match opts.timestamp_type {
+            TimestampType::CreateTime => max_timestamp,
+            TimestampType::LogAppendTime => opts.log_append_time,
+        },
+        producer_id: opts.producer_id,
+        producer_epoch: opts.producer_epoch,
+        base_sequence: opts.base_sequence,
+        records_count: count,
+    };
+    batch[..BATCH_HEADER_LEN].copy_from_slice(&header.to_bytes());
+    header.crc = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
+    batch[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&header.crc.to_be_bytes());
+    debug_assert_eq!(
+        &batch[RECORDS_COUNT_OFFSET..BATCH_HEADER_LEN],
+        &count.to_be_bytes()
+    );
+    Ok(header)
 }

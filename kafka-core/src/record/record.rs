@@ -281,36 +281,61 @@ fn zz64(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
-/// Appends one record (length prefix included). The small fields are staged on the
-/// stack and appended together with the next key or value, so a record costs a few
-/// copies rather than one push per byte.
+/// Slack [`write_record`] reserves past a record so staged fields can be copied as one
+/// fixed-size block.
+pub(crate) const WRITE_SLACK: usize = 32;
+
+/// The length prefix of a record: the bytes after its length varint. Checks every
+/// field against the wire format's limits (lengths and counts fit an `int32`), so
+/// [`write_record`] can no longer fail.
 #[inline]
-pub(crate) fn encode_record(
-    out: &mut Vec<u8>,
+pub(crate) fn record_body_len(
     rec: &NewRecord<'_>,
     timestamp_delta: i64,
     offset_delta: i32,
-) -> Result<(), RecordError> {
+) -> Result<i32, RecordError> {
     let key_len = len_field(rec.key.map(<[u8]>::len))?;
     let value_len = len_field(rec.value.map(<[u8]>::len))?;
     let header_count =
         i32::try_from(rec.headers.len()).map_err(|_| RecordError::Unencodable("headers"))?;
+    // u64 arithmetic: the sum of many i32-sized fields cannot overflow it.
     let mut body = 1
-        + varlong_len(timestamp_delta)
-        + varint_len(offset_delta)
-        + varint_len(key_len)
-        + key_len.max(0) as usize
-        + varint_len(value_len)
-        + value_len.max(0) as usize
-        + varint_len(header_count);
+        + varlong_len(timestamp_delta) as u64
+        + varint_len(offset_delta) as u64
+        + varint_len(key_len) as u64
+        + key_len.max(0) as u64
+        + varint_len(value_len) as u64
+        + value_len.max(0) as u64
+        + varint_len(header_count) as u64;
     for h in rec.headers {
         let k = len_field(Some(h.key.len()))?;
         let v = len_field(h.value.map(<[u8]>::len))?;
-        body += varint_len(k) + k as usize + varint_len(v) + v.max(0) as usize;
+        body += (varint_len(k) + k as usize + varint_len(v) + v.max(0) as usize) as u64;
     }
-    let body = i32::try_from(body).map_err(|_| RecordError::Unencodable("record over i32::MAX"))?;
-    // 32 bytes of slack let the staged fields be copied as one fixed-size block.
-    out.reserve(varint_len(body) + body as usize + 32);
+    i32::try_from(body).map_err(|_| RecordError::Unencodable("record over i32::MAX"))
+}
+
+/// Bytes a record with length prefix `body` takes, prefix included.
+#[inline]
+pub(crate) fn record_size(body: i32) -> usize {
+    varint_len(body) + body as usize
+}
+
+/// Appends one record (length prefix included) whose prefix `body` came from
+/// [`record_body_len`] for the same arguments. The small fields are staged on the stack
+/// and appended together with the next key or value, so a record costs a few copies
+/// rather than one push per byte.
+#[inline]
+pub(crate) fn write_record(
+    out: &mut Vec<u8>,
+    rec: &NewRecord<'_>,
+    body: i32,
+    timestamp_delta: i64,
+    offset_delta: i32,
+) {
+    // Lengths were checked against i32::MAX by `record_body_len`.
+    let nullable_len = |f: Option<&[u8]>| f.map_or(-1, |b| b.len() as i32);
+    out.reserve(record_size(body) + WRITE_SLACK);
     let mut buf = [0u8; 32];
     // Length (5) + attributes (1) + timestamp delta (10) + offset delta (5) + key
     // length (5) = 26 bytes at most.
@@ -318,32 +343,44 @@ pub(crate) fn encode_record(
     buf[n & 31] = 0;
     n = stage(&mut buf, n + 1, zz64(timestamp_delta));
     n = stage(&mut buf, n, zz32(offset_delta));
-    n = stage(&mut buf, n, zz32(key_len));
+    n = stage(&mut buf, n, zz32(nullable_len(rec.key)));
     if let Some(k) = rec.key {
         flush_staged(out, &buf, n);
         out.extend_from_slice(k);
         n = 0;
     }
-    n = stage(&mut buf, n, zz32(value_len));
+    n = stage(&mut buf, n, zz32(nullable_len(rec.value)));
     flush_staged(out, &buf, n);
     if let Some(v) = rec.value {
         out.extend_from_slice(v);
     }
     if rec.headers.is_empty() {
         out.push(0);
-        return Ok(());
+        return;
     }
-    n = stage(&mut buf, 0, zz32(header_count));
+    n = stage(&mut buf, 0, zz32(rec.headers.len() as i32));
     out.extend_from_slice(&buf[..n]);
     for h in rec.headers {
         n = stage(&mut buf, 0, zz32(h.key.len() as i32));
         out.extend_from_slice(&buf[..n]);
         out.extend_from_slice(h.key.as_bytes());
-        n = stage(&mut buf, 0, zz32(len_field(h.value.map(<[u8]>::len))?));
+        n = stage(&mut buf, 0, zz32(nullable_len(h.value)));
         out.extend_from_slice(&buf[..n]);
         if let Some(v) = h.value {
             out.extend_from_slice(v);
         }
     }
+}
+
+/// Appends one record (length prefix included); on error nothing is written.
+#[inline]
+pub(crate) fn encode_record(
+    out: &mut Vec<u8>,
+    rec: &NewRecord<'_>,
+    timestamp_delta: i64,
+    offset_delta: i32,
+) -> Result<(), RecordError> {
+    let body = record_body_len(rec, timestamp_delta, offset_delta)?;
+    write_record(out, rec, body, timestamp_delta, offset_delta);
     Ok(())
 }

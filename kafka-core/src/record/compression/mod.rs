@@ -151,8 +151,8 @@ pub fn compress(
     }
 }
 
-/// Compressor state reused across batches by [`BatchEncoder`](super::BatchEncoder)
-/// (the gzip and zstd contexts).
+/// Compressor state reused across batches by [`BatchEncoder`](super::BatchEncoder) and
+/// [`BatchBuilder`](super::BatchBuilder) (the gzip and zstd contexts).
 #[derive(Default)]
 pub(crate) struct Contexts {
     #[cfg(feature = "gzip")]
