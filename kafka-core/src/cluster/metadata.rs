@@ -54,12 +54,17 @@ pub struct Metadata {
     topics: BTreeMap<String, TopicInfo>,
     controller: Option<i32>,
     cluster_id: Option<String>,
+    /// Topics the last answer naming them reported with an error (unknown, unauthorized).
+    topic_errors: BTreeMap<String, i16>,
+    /// Counts applied answers, so a machine can tell a refresh it asked for arrived.
+    generation: u64,
 }
 
 impl Metadata {
     /// Applies a Metadata response. Brokers and the controller are replaced; topics in the
     /// response are updated, partitions keep a newer leader epoch if the answer is stale.
     pub fn update(&mut self, resp: &MetadataResponse) {
+        self.generation += 1;
         if !resp.brokers.is_empty() {
             self.brokers = resp
                 .brokers
@@ -81,6 +86,11 @@ impl Metadata {
         }
         for t in &resp.topics {
             let Some(name) = &t.name else { continue };
+            if t.error_code == 0 {
+                self.topic_errors.remove(name);
+            } else {
+                self.topic_errors.insert(name.clone(), t.error_code);
+            }
             if t.error_code == KafkaCode::UNKNOWN_TOPIC_OR_PARTITION.0
                 || t.error_code == KafkaCode::INVALID_TOPIC_EXCEPTION.0
             {
@@ -123,6 +133,17 @@ impl Metadata {
     /// Drops a topic from the cache (it expired from the wanted set).
     pub fn forget_topic(&mut self, name: &str) {
         self.topics.remove(name);
+        self.topic_errors.remove(name);
+    }
+
+    /// The error the last answer naming `topic` reported for it, if any.
+    pub fn topic_error(&self, topic: &str) -> Option<i16> {
+        self.topic_errors.get(topic).copied()
+    }
+
+    /// How many Metadata answers were applied (grows with every refresh).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Brokers by node id.

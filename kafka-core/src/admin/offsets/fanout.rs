@@ -7,9 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::admin::{AdminError, Call, Deadline, OpContext, TopicPartition};
+use crate::cluster::Metadata;
 use crate::cluster::Route;
-use crate::protocol::messages::metadata::request::MetadataRequestTopic;
-use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use crate::protocol::{KafkaCode, Request};
 
 /// One partition's answer inside a leader's response.
@@ -54,7 +53,8 @@ enum Why {
 pub(crate) struct FanOut<P: PerLeader> {
     args: BTreeMap<TopicPartition, P::Arg>,
     open: BTreeMap<TopicPartition, Why>,
-    lookup: Option<Call<MetadataRequest>>,
+    /// The metadata generation when this operation asked the client for a refresh.
+    lookup: Option<u64>,
     lookup_at: Option<Instant>,
     lookups: u32,
     calls: Vec<(Vec<TopicPartition>, Call<P::Request>)>,
@@ -178,68 +178,61 @@ impl<P: PerLeader> FanOut<P> {
             .map(|(tp, _)| tp)
     }
 
+    /// Leaders come from the client's own metadata (one metadata path): the fan-out asks
+    /// for a refresh of its topics and routes once an answer newer than the ask arrived.
     fn poll_lookup(&mut self, api: &P, cx: &mut OpContext<'_>, deadline: Deadline) {
-        if self.lookup.is_none() {
-            if self.waiting().next().is_none() {
+        if self.waiting().next().is_none() {
+            self.lookup = None;
+            return;
+        }
+        if let Some(asked) = self.lookup {
+            if cx.metadata().generation() <= asked {
+                if deadline.passed(cx) {
+                    self.time_out_waiting();
+                } else {
+                    cx.wake_at(deadline.0);
+                }
                 return;
             }
-            if deadline.passed(cx) {
-                let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
-                for tp in waiting {
-                    self.finish(tp, Err(AdminError::Timeout));
-                }
+            self.lookup = None;
+            self.route(api, cx);
+            if self.waiting().next().is_some() {
+                self.schedule_lookup(cx);
+            }
+        }
+        if self.waiting().next().is_none() {
+            return;
+        }
+        if deadline.passed(cx) {
+            self.time_out_waiting();
+            return;
+        }
+        match self.lookup_at {
+            Some(at) if at > cx.now() => {
+                cx.wake_at(at);
                 return;
             }
-            match self.lookup_at {
-                Some(at) if at > cx.now() => {
-                    cx.wake_at(at);
-                    return;
-                }
-                _ => self.lookup_at = None,
-            }
-            let topics: BTreeSet<&str> = self.waiting().map(|tp| tp.topic.as_str()).collect();
-            let request = MetadataRequest {
-                topics: Some(
-                    topics
-                        .into_iter()
-                        .map(|t| MetadataRequestTopic {
-                            name: Some(t.to_string()),
-                            ..Default::default()
-                        })
-                        .collect(),
-                ),
-                allow_auto_topic_creation: false,
-                ..Default::default()
-            };
-            self.lookup = Some(Call::new(Route::Any, request));
+            _ => self.lookup_at = None,
         }
-        let outcome = match self.lookup.as_mut().map(|c| c.poll(cx, deadline)) {
-            Some(Some(outcome)) => outcome,
-            _ => return,
-        };
-        self.lookup = None;
-        match outcome {
-            Ok(resp) => self.route(api, cx, &resp),
-            Err(e) => {
-                let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
-                for tp in waiting {
-                    self.finish(tp, Err(e.clone()));
-                }
-            }
-        }
-        if self.waiting().next().is_some() {
-            self.schedule_lookup(cx);
-            // Polls again right away: arms the wake-up, or times out what is left.
-            self.poll_lookup(api, cx, deadline);
+        let topics: BTreeSet<String> = self.waiting().map(|tp| tp.topic.clone()).collect();
+        self.lookup = Some(cx.metadata().generation());
+        cx.request_metadata(topics);
+        cx.wake_at(deadline.0);
+    }
+
+    fn time_out_waiting(&mut self) {
+        let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
+        for tp in waiting {
+            self.finish(tp, Err(AdminError::Timeout));
         }
     }
 
     /// Sends the waiting partitions whose leader the lookup found, one request per leader.
-    fn route(&mut self, api: &P, cx: &mut OpContext<'_>, resp: &MetadataResponse) {
+    fn route(&mut self, api: &P, cx: &mut OpContext<'_>) {
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, P::Arg)>> = BTreeMap::new();
         let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
         for tp in waiting {
-            match leader_of(resp, &tp) {
+            match leader_of(cx.metadata(), &tp) {
                 Ok(leader) => {
                     let arg = self.args[&tp].clone();
                     by_leader.entry(leader).or_default().push((tp, arg));
@@ -260,29 +253,23 @@ impl<P: PerLeader> FanOut<P> {
     }
 }
 
-/// The leader of `tp` in a Metadata answer, or why there is none (retriable while the
-/// topic is being created or the partition has no leader).
-fn leader_of(resp: &MetadataResponse, tp: &TopicPartition) -> Result<i32, AdminError> {
+/// The leader of `tp` in the client's metadata, or why there is none (retriable while
+/// the topic is being created or the partition has no leader).
+fn leader_of(metadata: &Metadata, tp: &TopicPartition) -> Result<i32, AdminError> {
     let unknown = || AdminError::Kafka {
         code: KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
         message: None,
     };
-    let topic = resp
-        .topics
-        .iter()
-        .find(|t| t.name.as_deref() == Some(tp.topic.as_str()))
-        .ok_or_else(unknown)?;
-    AdminError::check(topic.error_code, None)?;
-    let p = topic
-        .partitions
-        .iter()
-        .find(|p| p.partition_index == tp.partition)
-        .ok_or_else(unknown)?;
-    if p.leader_id < 0 {
+    if let Some(code) = metadata.topic_error(&tp.topic) {
+        AdminError::check(code, None)?;
+    }
+    let topic = metadata.topic(&tp.topic).ok_or_else(unknown)?;
+    let p = topic.partitions.get(&tp.partition).ok_or_else(unknown)?;
+    if p.leader < 0 {
         return Err(AdminError::Kafka {
             code: KafkaCode::LEADER_NOT_AVAILABLE,
             message: None,
         });
     }
-    Ok(p.leader_id)
+    Ok(p.leader)
 }
