@@ -237,6 +237,11 @@ impl<T> Receiver<T> {
         }
     }
 
+    /// Whether every sender is gone (queued messages may remain).
+    pub fn is_disconnected(&self) -> bool {
+        self.shared.lock().senders == 0
+    }
+
     /// Pops one message and wakes the senders waiting for room.
     fn take(&self, inner: &mut Inner<T>) -> Option<T> {
         let v = inner.queue.pop_front()?;

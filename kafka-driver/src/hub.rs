@@ -202,6 +202,11 @@ impl<O: Outlet> Hub<O> {
     }
 
     /// The outlet of `conn`.
+    pub fn outlet(&self, conn: ConnId) -> Option<&O> {
+        self.sockets.get(&conn)
+    }
+
+    /// The outlet of `conn`, to change.
     pub fn outlet_mut(&mut self, conn: ConnId) -> Option<&mut O> {
         self.sockets.get_mut(&conn)
     }

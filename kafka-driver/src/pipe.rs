@@ -111,6 +111,11 @@ impl PipeSource {
         self.rx.poll_recv(cx)
     }
 
+    /// Whether the driver closed the socket (for a connector that finished late).
+    pub fn is_closed(&self) -> bool {
+        self.rx.is_disconnected()
+    }
+
     /// Records that a chunk of `n` bytes is written; `true` when the driver found the
     /// pipe full and must now be told it is writable again.
     #[must_use]

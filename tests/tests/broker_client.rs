@@ -104,15 +104,18 @@ fn plaintext_metadata_create_topics_and_leader_routing() {
             break offsets;
         }
         assert!(code.is_retriable() && Instant::now() < deadline, "{code}");
-        c.core_mut().invalidate_leader(Instant::now(), &topic, 2);
+        let t = topic.clone();
+        c.with_core(move |core| core.invalidate_leader(Instant::now(), &t, 2))
+            .expect("driver");
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(offsets.topics[0].partitions[0].offset, 0);
     assert_eq!(
-        c.core()
-            .metadata()
-            .topic(&topic)
-            .map(|t| t.partitions.len()),
+        {
+            let t = topic.clone();
+            c.with_core(move |core| core.metadata().topic(&t).map(|t| t.partitions.len()))
+                .expect("driver")
+        },
         Some(3)
     );
 }
@@ -290,7 +293,9 @@ fn group_coordinator_route_finds_the_coordinator() {
         assert_eq!(resp.groups[0].group_id, group);
         let code = KafkaCode(resp.groups[0].error_code);
         if code.is_retriable() && Instant::now() < deadline {
-            c.core_mut().invalidate_coordinator(&group);
+            let g = group.clone();
+            c.with_core(move |core| core.invalidate_coordinator(&g))
+                .expect("driver");
             std::thread::sleep(Duration::from_millis(200));
             continue;
         }
