@@ -73,8 +73,13 @@ pub struct HubStats {
     pub sockets: usize,
     /// Bytes queued in all outlets now.
     pub queued: usize,
-    /// The most bytes one outlet has held at once since the hub was made.
+    /// The most bytes one outlet has held at once since the hub was made. The drain loop
+    /// keeps it at most [`OUTBOUND_HIGH_WATER`](crate::OUTBOUND_HIGH_WATER) (for pipes;
+    /// what the outlet calls full) plus one transmit.
     pub peak_queued_per_socket: usize,
+    /// The largest single `poll_transmit` handed to an outlet (the core's batch: at most
+    /// `max.in.flight.requests.per.connection` requests).
+    pub largest_transmit: usize,
 }
 
 /// The core and the outlets of its sockets.
@@ -87,6 +92,7 @@ pub struct Hub<O> {
     keep_events: bool,
     on_notice: Option<OnNotice>,
     peak_queued: usize,
+    largest_transmit: usize,
 }
 
 impl<O: Outlet> Hub<O> {
@@ -99,6 +105,7 @@ impl<O: Outlet> Hub<O> {
             keep_events: false,
             on_notice: None,
             peak_queued: 0,
+            largest_transmit: 0,
         }
     }
 
@@ -147,6 +154,7 @@ impl<O: Outlet> Hub<O> {
                     continue;
                 }
                 progressed = true;
+                self.largest_transmit = self.largest_transmit.max(buf.len());
                 let sent = match self.sockets.get_mut(&conn) {
                     Some(outlet) => outlet.send(buf).map(|()| outlet.queued()),
                     None => Err("socket gone".into()),
@@ -233,6 +241,7 @@ impl<O: Outlet> Hub<O> {
             sockets: self.sockets.len(),
             queued: self.sockets.values().map(Outlet::queued).sum(),
             peak_queued_per_socket: self.peak_queued,
+            largest_transmit: self.largest_transmit,
         }
     }
 

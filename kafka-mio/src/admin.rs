@@ -132,7 +132,11 @@ fn run(mut poll: Poll, mut driver: Driver, jobs: Receiver<Job>) {
             if event.token() == WAKE {
                 loop {
                     match jobs.try_recv() {
-                        Ok(job) => job(&mut driver),
+                        Ok(job) => {
+                            job(&mut driver);
+                            // Each job's requests go out (or stay in the core) at once.
+                            driver.poll(poll.registry());
+                        }
                         Err(TryRecvError::Empty) => break,
                         Err(TryRecvError::Disconnected) => break 'outer,
                     }

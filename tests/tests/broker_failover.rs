@@ -142,8 +142,8 @@ fn routing_follows_the_leader_after_it_is_killed() {
                 let code = KafkaCode(r.topics[0].partitions[0].error_code);
                 assert!(code.is_retriable(), "unexpected {code}");
                 let t = topic.clone();
-        c.with_core(move |core| core.invalidate_leader(Instant::now(), &t, 0))
-            .expect("driver");
+                c.with_core(move |core| core.invalidate_leader(Instant::now(), &t, 0))
+                    .expect("driver");
             }
             Err(_) => {}
         }
