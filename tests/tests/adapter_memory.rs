@@ -45,7 +45,9 @@ fn peak_rss_stays_near_the_frame_cap() {
                 .output()
                 .expect("child");
             let stdout = String::from_utf8_lossy(&out.stdout);
-            let line = stdout.lines().find(|l| l.starts_with("PEAK "));
+            let line = stdout
+                .lines()
+                .find_map(|l| l.find("PEAK ").map(|at| &l[at..]));
             let Some(line) = line else {
                 panic!(
                     "{adapter}: no figure; stdout {stdout} stderr {}",
