@@ -92,10 +92,9 @@ impl Admin {
     /// by their own deadline, so this returns even if no broker answers. The [`Call`] is
     /// `'static` and `Send` (spawn it as is); dropping it before it finishes cancels the
     /// operation.
-    pub fn run<O, T>(&self, op: O) -> Call<T>
+    pub fn run<O, T>(&self, op: O) -> Call<Result<T, AdminError>>
     where
         O: Operation<Output = Result<T, AdminError>>,
-        T: Send + 'static,
     {
         self.front.run(op)
     }
@@ -103,7 +102,7 @@ impl Admin {
     /// Sends one request to `route` and returns its response, resending after connection
     /// failures until `default.api.timeout.ms` (see
     /// [`RawRequest`](kafka_core::admin::RawRequest) for other limits).
-    pub fn call<R>(&self, route: Route, request: R) -> Call<R::Response>
+    pub fn call<R>(&self, route: Route, request: R) -> Call<Result<R::Response, AdminError>>
     where
         R: Request + Clone + Send + Sync + std::fmt::Debug + 'static,
         R::Response: Send + 'static,

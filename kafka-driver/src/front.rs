@@ -296,10 +296,10 @@ pub struct Handle {
 impl Handle {
     /// Starts `op` on the driver; the returned future is `'static` and `Send` (spawn it
     /// as is). Dropping it before it finishes cancels the operation in the core.
-    pub fn run<O, T>(&self, op: O) -> Call<T>
+    pub fn run<O>(&self, op: O) -> Call<O::Output>
     where
-        O: Operation<Output = Result<T, AdminError>>,
-        T: Send + 'static,
+        O: Operation,
+        O::Output: Cancelled,
     {
         let (tx, rx) = chan::channel(1);
         let raw = Arc::new(AtomicU64::new(0));
@@ -320,7 +320,7 @@ impl Handle {
 
     /// [`Handle::run`] of one raw request to `route` (resent after connection failures
     /// until `default.api.timeout.ms`).
-    pub fn call<R>(&self, route: Route, request: R) -> Call<R::Response>
+    pub fn call<R>(&self, route: Route, request: R) -> Call<Result<R::Response, AdminError>>
     where
         R: Request + Clone + Send + Sync + std::fmt::Debug + 'static,
         R::Response: Send + 'static,
@@ -372,18 +372,30 @@ impl std::fmt::Debug for Handle {
     }
 }
 
-/// A running operation: resolves to its output, or to
-/// `AdminError::Request(RequestError::Cancelled)` if the driver is gone. Dropping it
-/// early cancels the operation (`Client::cancel_op`).
+/// An operation output that can also say "the driver is gone".
+pub trait Cancelled {
+    /// The output of an operation whose driver is gone.
+    fn cancelled() -> Self;
+}
+
+impl<T> Cancelled for Result<T, AdminError> {
+    fn cancelled() -> Self {
+        Err(cancelled())
+    }
+}
+
+/// A running operation: resolves to its output (`Result<T, AdminError>` for admin
+/// operations), or to `AdminError::Request(RequestError::Cancelled)` if the driver is
+/// gone. Dropping it early cancels the operation (`Client::cancel_op`).
 #[must_use = "an operation is cancelled when its Call is dropped"]
 pub struct Call<T> {
-    rx: Receiver<Result<T, AdminError>>,
+    rx: Receiver<T>,
     /// Where to send the cancellation, and the operation's raw id once started.
     cancel: Option<(Sender<Command>, Arc<AtomicU64>)>,
 }
 
-impl<T> Future for Call<T> {
-    type Output = Result<T, AdminError>;
+impl<T: Cancelled> Future for Call<T> {
+    type Output = T;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let out = match self.rx.poll_recv(cx) {
@@ -391,7 +403,7 @@ impl<T> Future for Call<T> {
             Poll::Ready(out) => out,
         };
         self.cancel = None;
-        Poll::Ready(out.unwrap_or(Err(cancelled())))
+        Poll::Ready(out.unwrap_or_else(T::cancelled))
     }
 }
 

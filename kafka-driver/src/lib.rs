@@ -83,3 +83,25 @@ pub fn os_seed() -> [u8; 32] {
     }
     seed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_bootstrap_lookup_is_refused_and_the_default_accepted() {
+        let pairs = |dns| {
+            ClientConfig::from_pairs([
+                ("bootstrap.servers", "127.0.0.1:9092"),
+                ("client.dns.lookup", dns),
+            ])
+            .expect("config")
+        };
+        let refused = new_client(pairs("resolve_canonical_bootstrap_servers_only"));
+        assert!(
+            matches!(&refused, Err(ClientError::Config(m)) if m.contains("client.dns.lookup")),
+            "{refused:?}"
+        );
+        assert!(new_client(pairs("use_all_dns_ips")).is_ok());
+    }
+}

@@ -11,7 +11,7 @@ use mio::{Registry, Token};
 
 use kafka_core::client::{Client, ConnId, Event, OpId, Operation};
 use kafka_core::config::ClientConfig;
-use kafka_driver::{Hub, HubStats, Notice, READ_CHUNK};
+use kafka_driver::{Hub, HubStats, OnNotice, READ_CHUNK};
 
 use crate::socket::{ConnectState, Sock, TokenPool};
 use crate::{ConnectError, Error};
@@ -124,8 +124,8 @@ impl Driver {
     }
 
     /// Sets (or clears) a hook that also receives connection failures and metadata updates
-    /// as [`Notice`]s, inside the driver's calls.
-    pub fn on_notice(&mut self, hook: Option<Arc<dyn Fn(&Notice) + Send + Sync>>) {
+    /// as [`Notice`](kafka_driver::Notice)s, inside the driver's calls.
+    pub fn on_notice(&mut self, hook: Option<OnNotice>) {
         self.hub.on_notice(hook);
     }
 

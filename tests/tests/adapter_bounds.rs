@@ -363,3 +363,53 @@ fn dropping_an_async_call_cancels_its_operation() {
         "async-std: the dropped call's operation was not cancelled"
     );
 }
+
+/// Connection failures reach the user's `on_notice` hook on the tokio, async-std and
+/// blocking clients (and are logged).
+#[test]
+fn connection_failures_reach_the_notice_hook() {
+    use kafka_driver::Notice;
+    use std::sync::mpsc;
+
+    fn hook(tx: mpsc::Sender<Notice>) -> impl Fn(&Notice) + Send + Sync + 'static {
+        let tx = std::sync::Mutex::new(tx);
+        move |n: &Notice| {
+            let _ = tx.lock().map(|tx| tx.send(n.clone()));
+        }
+    }
+    fn expect_failure(name: &str, rx: &mpsc::Receiver<Notice>) {
+        match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok(Notice::ConnectionFailed { node, error }) => {
+                println!("{name}: node {node}: {error}");
+                assert_eq!(node, -1, "{name}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let refused = || config(&[("bootstrap.servers", "127.0.0.1:1")]);
+    let short = || DescribeCluster::new().timeout(Duration::from_millis(300));
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let admin = kafka_tokio::Admin::with_runtime(refused(), rt.handle()).expect("admin");
+    let (tx, rx) = mpsc::channel();
+    admin.on_notice(hook(tx));
+    assert!(rt.block_on(admin.run(short())).is_err());
+    expect_failure("tokio", &rx);
+
+    let admin = kafka_async_std::Admin::with_spawner(refused(), |t| smol::spawn(t).detach())
+        .expect("admin");
+    let (tx, rx) = mpsc::channel();
+    admin.on_notice(hook(tx));
+    assert!(smol::block_on(admin.run(short())).is_err());
+    expect_failure("async-std", &rx);
+
+    let admin = kafka_blocking::Admin::new(refused()).expect("admin");
+    let (tx, rx) = mpsc::channel();
+    admin.client().on_notice(hook(tx)).expect("driver");
+    assert!(admin.run(short()).is_err());
+    expect_failure("blocking", &rx);
+}
