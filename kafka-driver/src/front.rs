@@ -2,7 +2,7 @@
 //! the [`Hub`], one task per socket, and a cloneable [`Handle`] whose calls are `'static`
 //! futures that cancel their operation when dropped. A runtime supplies only what is
 //! really its own through [`Runtime`]: spawning, a timer, name resolution, connecting and
-//! reading/writing a socket. Channels are [`chan`](crate::chan), which needs no runtime.
+//! reading/writing a socket. Channels are [`chan`], which needs no runtime.
 //!
 //! The driver task's turn: [`Hub::flush`] (the drain loop), then wait for a command from
 //! a handle, a report from a socket task, or the core's timer. Socket tasks resolve the
