@@ -2,13 +2,17 @@
 //! async-std and smol share.
 //!
 //! The driver is a future that owns the core; every socket gets a task that connects,
-//! writes what the driver hands it and reports what it reads. The adapter assumes no
-//! executor: it hands those futures to a spawner, [`Admin::with_spawner`]
+//! writes what the driver hands it and reports what it reads. The loop, its bounded pipes
+//! and the socket tasks are [`kafka_driver::front`], shared with `kafka-tokio`; this crate
+//! supplies only async-io's timer and sockets and the spawner. The adapter assumes no
+//! executor: it hands its futures to a spawner, [`Admin::with_spawner`]
 //! (e.g. `|task| { smol::spawn(task).detach(); }`), or with the `async-std` feature
-//! [`Admin::new`] spawns them with `async_std::task::spawn`. Handles talk to the driver
-//! through a channel, and each operation's output comes back on its own channel. Every
-//! protocol decision (routing, retries, deadlines, TLS, SASL) is in the core; the driver
-//! stops once every handle is dropped, closing its sockets.
+//! [`Admin::new`] spawns them with `async_std::task::spawn`. Every protocol decision
+//! (routing, retries, deadlines, TLS, SASL) is in the core; the driver stops once every
+//! handle is dropped, closing its sockets.
+//!
+//! Connection failures are logged with `tracing` (feature `tracing`, on by default) and
+//! handed to [`Admin::on_notice`]'s hook.
 //!
 //! With smol:
 //!
@@ -29,24 +33,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod driver;
+mod runtime;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use async_channel::Sender;
-use kafka_core::admin::{AdminError, RawRequest};
+use kafka_core::admin::AdminError;
 use kafka_core::client::{ClientError, Operation};
 use kafka_core::cluster::{Metadata, Route};
 use kafka_core::config::ClientConfig;
-use kafka_core::conn::RequestError;
 use kafka_core::protocol::Request;
-
-use driver::{Command, Driver};
-
-/// A future the adapter needs run in the background (the driver, one per socket).
-pub type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+use kafka_driver::front::{self, Handle};
+pub use kafka_driver::front::{Call, Task};
+pub use kafka_driver::{HubStats, Notice};
 
 /// Runs [`Task`]s to completion in the background, on any executor.
 pub type Spawner = dyn Fn(Task) + Send + Sync + 'static;
@@ -62,18 +60,10 @@ pub enum Error {
 
 /// The async admin client: every admin operation as an `async` method with per-item
 /// results. Cheap to clone; all clones share one driver and its connections, which stop
-/// when the last clone is dropped.
-#[derive(Clone)]
+/// when the last clone (and the last unfinished [`Call`]) is dropped.
+#[derive(Clone, Debug)]
 pub struct Admin {
-    commands: Sender<Command>,
-}
-
-impl std::fmt::Debug for Admin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Admin")
-            .field("driver_running", &!self.commands.is_closed())
-            .finish()
-    }
+    front: Handle,
 }
 
 impl Admin {
@@ -93,64 +83,51 @@ impl Admin {
         S: Fn(Task) + Send + Sync + 'static,
     {
         let spawner: Arc<Spawner> = Arc::new(spawner);
-        let (driver, commands) = Driver::new(config, spawner.clone())?;
-        spawner(Box::pin(driver.run()));
-        Ok(Admin { commands })
+        let front = front::start(runtime::AsyncIo(spawner), config)?;
+        Ok(Admin { front })
     }
 
     /// Runs any admin operation, e.g. one built with non-default options:
     /// `admin.run(CreateTopics::new(topics).validate_only(true)).await`. Operations end
-    /// by their own deadline, so this returns even if no broker answers. Dropping the
-    /// future does not stop the operation: it runs to its deadline, its output unread.
-    pub async fn run<O, T>(&self, op: O) -> Result<T, AdminError>
+    /// by their own deadline, so this returns even if no broker answers. The [`Call`] is
+    /// `'static` and `Send` (spawn it as is); dropping it before it finishes cancels the
+    /// operation.
+    pub fn run<O, T>(&self, op: O) -> Call<Result<T, AdminError>>
     where
         O: Operation<Output = Result<T, AdminError>>,
     {
-        let (command, rx) = start(op);
-        self.submit(command);
-        rx.recv().await.unwrap_or(Err(cancelled()))
+        self.front.run(op)
     }
 
     /// Sends one request to `route` and returns its response, resending after connection
-    /// failures until `default.api.timeout.ms` (see [`RawRequest`] for other limits).
-    pub async fn call<R>(&self, route: Route, request: R) -> Result<R::Response, AdminError>
+    /// failures until `default.api.timeout.ms` (see
+    /// [`RawRequest`](kafka_core::admin::RawRequest) for other limits).
+    pub fn call<R>(&self, route: Route, request: R) -> Call<Result<R::Response, AdminError>>
     where
         R: Request + Clone + Send + Sync + std::fmt::Debug + 'static,
         R::Response: Send + 'static,
     {
-        self.run(RawRequest::new(route, request)).await
+        self.front.call(route, request)
     }
 
     /// A snapshot of the cached cluster metadata.
     pub async fn metadata(&self) -> Result<Metadata, AdminError> {
-        let (tx, rx) = async_channel::bounded(1);
-        self.submit(Box::new(move |client, _| {
-            let _ = tx.try_send(client.metadata().clone());
-        }));
-        rx.recv().await.map_err(|_| cancelled())
+        self.front.metadata().await
     }
 
-    /// Hands `command` to the driver; if the driver is gone it is dropped, and so is
-    /// the reply sender inside it, which the caller reports as cancelled.
-    fn submit(&self, command: Command) {
-        let _ = self.commands.try_send(command);
+    /// Sets the hook that receives [`Notice`]s: every broker connection failure (node and
+    /// cause) and metadata update. It runs on the driver task: keep it short and
+    /// non-blocking. Replaces any earlier hook; notices before the first hook are only
+    /// logged.
+    pub fn on_notice(&self, hook: impl Fn(&Notice) + Send + Sync + 'static) {
+        self.front.on_notice(hook);
+    }
+
+    /// The driver's outbound counters (bytes waiting for sockets, the most one socket has
+    /// held).
+    pub async fn stats(&self) -> Result<HubStats, AdminError> {
+        self.front.stats().await
     }
 
     kafka_core::admin_methods!(async run);
-}
-
-/// The command that starts `op`, and where its output will arrive. Generic over the
-/// operation alone, so the output's `Send + 'static` comes from [`Operation`].
-fn start<O: Operation>(op: O) -> (Command, async_channel::Receiver<O::Output>) {
-    let (tx, rx) = async_channel::bounded(1);
-    let command: Command = Box::new(move |client, now| {
-        client.start_op_then(now, op, move |out| {
-            let _ = tx.try_send(out);
-        });
-    });
-    (command, rx)
-}
-
-fn cancelled() -> AdminError {
-    AdminError::Request(RequestError::Cancelled)
 }

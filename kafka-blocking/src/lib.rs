@@ -1,9 +1,16 @@
 //! `kafka-blocking`: drive the sans-IO `kafka-core` client with plain blocking sockets,
 //! for scripts and tools. No async runtime.
 //!
-//! One thread per socket reads into a channel; the calling thread owns the core, writes,
-//! and waits on the channel until the core's next deadline. Every protocol decision is in
-//! the core.
+//! One driver thread owns the core and runs `kafka_driver`'s drain loop; callers (any
+//! number of threads at once) hand it commands and each waits for its own answer, so
+//! concurrent calls run concurrently. Every socket has a connector thread that resolves
+//! the broker's host, tries every address in order (`client.dns.lookup=use_all_dns_ips`),
+//! each within `socket.connection.setup.timeout.ms`, then reads; a writer thread writes
+//! what the driver hands it, at most a bounded amount at a time. Connects never block the
+//! driver or a caller. Every protocol decision is in the core.
+//!
+//! Connection failures are logged with `tracing` (feature `tracing`, on by default) and
+//! handed to [`BlockingClient::on_notice`]'s hook.
 //!
 //! ```no_run
 //! use kafka_blocking::BlockingClient;
@@ -12,24 +19,27 @@
 //! use kafka_core::protocol::messages::metadata::MetadataRequest;
 //!
 //! let config = ClientConfig::from_pairs([("bootstrap.servers", "127.0.0.1:9092")])?;
-//! let mut client = BlockingClient::new(config)?;
+//! let client = BlockingClient::new(config)?;
 //! let metadata = client.call(Route::Any, MetadataRequest::default())?;
 //! println!("{} brokers", metadata.brokers.len());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+mod driver;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_core::admin::AdminError;
-use kafka_core::client::{Client, ClientError, ConnId, Operation};
+use kafka_core::client::{Client, ClientError, OpContext, Operation, RequestId};
 use kafka_core::cluster::Route;
 use kafka_core::config::ClientConfig;
 use kafka_core::conn::RequestError;
 use kafka_core::protocol::Request;
-use kafka_driver::{Hub, Outlet, SocketReport};
+use kafka_driver::chan::{self, Sender};
+pub use kafka_driver::{HubStats, Notice};
+
+use driver::{Command, Msg};
 
 /// Why a blocking call failed.
 #[derive(Debug, thiserror::Error)]
@@ -44,149 +54,161 @@ pub enum Error {
     /// No answer within the call's deadline.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// The driver thread could not be started, or is gone.
+    #[error("driver thread: {0}")]
+    Driver(String),
 }
 
-/// Writes go straight to the socket; closing shuts it down, which ends its reader thread.
-#[derive(Debug)]
-struct Stream(TcpStream);
+/// Tells the driver thread to stop when the last handle goes.
+struct Stopper(Sender<Msg>);
 
-impl Outlet for Stream {
-    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String> {
-        self.0.write_all(&bytes).map_err(|e| e.to_string())
-    }
-
-    fn close(&mut self) {
-        let _ = self.0.shutdown(Shutdown::Both);
+impl Drop for Stopper {
+    fn drop(&mut self) {
+        let _ = self.0.push(Msg::Shutdown);
     }
 }
 
-/// A blocking Kafka client over `kafka-core`.
+/// A blocking Kafka client over `kafka-core`: a handle on its driver thread, usable from
+/// any number of threads at once (`Send + Sync`; calls take `&self`).
 pub struct BlockingClient {
-    hub: Hub<Stream>,
-    tx: Sender<SocketReport>,
-    rx: Receiver<SocketReport>,
+    inbox: Sender<Msg>,
+    _stop: Arc<Stopper>,
     call_timeout: Duration,
-    setup_timeout: Duration,
 }
 
 impl BlockingClient {
-    /// Creates a client; connections open on first use.
+    /// Creates a client and its driver thread; connections open on first use.
     pub fn new(config: ClientConfig) -> Result<Self, Error> {
         let setup_timeout = config.common().socket_connection_setup_timeout;
         let call_timeout = config.common().request_timeout * 2 + setup_timeout;
         let core = kafka_driver::new_client(config)?;
-        let (tx, rx) = channel();
+        let inbox = driver::spawn(core, setup_timeout).map_err(|e| Error::Driver(e.to_string()))?;
         Ok(BlockingClient {
-            hub: Hub::new(core),
-            tx,
-            rx,
+            _stop: Arc::new(Stopper(inbox.clone())),
+            inbox,
             call_timeout,
-            setup_timeout,
         })
     }
 
-    /// The core, for metadata and other state.
-    pub fn core(&self) -> &Client {
-        &self.hub.core
+    /// Runs `f` on the core inside the driver thread (metadata, invalidations, ...) and
+    /// returns its result.
+    pub fn with_core<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Client) -> T + Send + 'static,
+    ) -> Result<T, Error> {
+        self.ask(move |hub, _| f(&mut hub.core))
     }
 
-    /// The core, to request metadata refreshes and the like.
-    pub fn core_mut(&mut self) -> &mut Client {
-        &mut self.hub.core
-    }
-
-    /// Sends `request` to `route` and waits for its response.
-    pub fn call<R>(&mut self, route: Route, request: R) -> Result<R::Response, Error>
+    /// Sends `request` to `route` once and waits for its response (at most
+    /// `2 × request.timeout.ms + socket.connection.setup.timeout.ms`).
+    pub fn call<R>(&self, route: Route, request: R) -> Result<R::Response, Error>
     where
         R: Request + Send + Sync + 'static,
         R::Response: Send + 'static,
     {
-        let id = self.hub.core.send(Instant::now(), route, request);
-        let deadline = Instant::now() + self.call_timeout;
-        loop {
-            if let Some(result) = self.hub.core.take_response(id) {
-                return Ok(result?);
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::Timeout(self.call_timeout));
-            }
-            self.turn(deadline);
-        }
+        let op = Once {
+            route,
+            request: Some(request),
+            id: None,
+            limit: self.call_timeout,
+            deadline: None,
+        };
+        self.run_op(op)?
     }
 
-    /// Runs an operation (e.g. an admin call) to completion. Operations end by their own
-    /// deadline, so this returns even if no broker answers.
-    pub fn run_op<O: Operation>(&mut self, op: O) -> O::Output {
-        let id = self.hub.core.start_op(Instant::now(), op);
-        loop {
-            if let Some(out) = self.hub.core.take_op_output(id) {
-                return out;
-            }
-            self.turn(Instant::now() + Duration::from_secs(60));
-        }
+    /// Runs an operation (e.g. an admin call) to completion and returns its output.
+    /// Operations end by their own deadline, so this returns even if no broker answers.
+    pub fn run_op<O: Operation>(&self, op: O) -> Result<O::Output, Error> {
+        let (tx, mut rx) = chan::channel(1);
+        let command: Command = Box::new(move |hub, now| {
+            hub.core.start_op_then(now, op, move |out| {
+                let _ = tx.push(out);
+            });
+        });
+        self.submit(command)?;
+        rx.recv_deadline(None).map_err(|_| gone())
     }
 
-    /// One turn of the loop: sockets and writes, then wait for input or the next deadline.
-    fn turn(&mut self, limit: Instant) {
-        let (tx, setup_timeout) = (&self.tx, self.setup_timeout);
-        self.hub
-            .flush(|conn, host, port| connect(conn, &host, port, setup_timeout, tx));
-        let wake = self.hub.core.poll_timeout().map_or(limit, |t| t.min(limit));
-        let wait = wake
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
-        match self.rx.recv_timeout(wait) {
-            Ok(msg) => self.hub.report(msg),
-            Err(RecvTimeoutError::Timeout) => self.hub.core.handle_timeout(Instant::now()),
-            Err(RecvTimeoutError::Disconnected) => {}
-        }
-        while let Ok(msg) = self.rx.try_recv() {
-            self.hub.report(msg);
-        }
+    /// Sets the hook that receives [`Notice`]s: every broker connection failure (node and
+    /// cause) and metadata update. It runs on the driver thread: keep it short and
+    /// non-blocking. Replaces any earlier hook; notices before the first hook are only
+    /// logged.
+    pub fn on_notice(&self, hook: impl Fn(&Notice) + Send + Sync + 'static) -> Result<(), Error> {
+        let hook: kafka_driver::OnNotice = Arc::new(hook);
+        self.ask(move |hub, _| hub.on_notice(Some(hook)))
+    }
+
+    /// The driver's outbound counters (bytes waiting for sockets, the most one socket has
+    /// held).
+    pub fn stats(&self) -> Result<HubStats, Error> {
+        self.ask(|hub, _| hub.stats())
+    }
+
+    fn ask<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut kafka_driver::Hub<kafka_driver::PipeOutlet>, Instant) -> T + Send + 'static,
+    ) -> Result<T, Error> {
+        let (tx, mut rx) = chan::channel(1);
+        self.submit(Box::new(move |hub, now| {
+            let _ = tx.push(f(hub, now));
+        }))?;
+        rx.recv_deadline(None).map_err(|_| gone())
+    }
+
+    fn submit(&self, command: Command) -> Result<(), Error> {
+        self.inbox.push(Msg::Command(command)).map_err(|_| gone())
     }
 }
 
-/// Opens a socket with a reader thread that reports to `tx`; `Connected` is reported
-/// first, through the same channel.
-fn connect(
-    conn: ConnId,
-    host: &str,
-    port: u16,
-    setup_timeout: Duration,
-    tx: &Sender<SocketReport>,
-) -> Result<Stream, String> {
-    let addr = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or_else(|| format!("{host} did not resolve"))?;
-    let stream = TcpStream::connect_timeout(&addr, setup_timeout).map_err(|e| e.to_string())?;
-    stream.set_nodelay(true).map_err(|e| e.to_string())?;
-    let mut reader = stream.try_clone().map_err(|e| e.to_string())?;
-    let _ = tx.send(SocketReport::Connected(conn));
-    let tx = tx.clone();
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match reader.read(&mut buf) {
-                Ok(0) => break tx.send(SocketReport::Closed(conn, "closed by peer".into())),
-                Ok(n) => {
-                    if tx
-                        .send(SocketReport::Data(conn, buf[..n].to_vec()))
-                        .is_err()
-                    {
-                        break Ok(());
-                    }
-                }
-                Err(e) => break tx.send(SocketReport::Closed(conn, e.to_string())),
-            }
+impl std::fmt::Debug for BlockingClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockingClient")
+            .field("driver_running", &!self.inbox.is_closed())
+            .finish()
+    }
+}
+
+fn gone() -> Error {
+    Error::Driver("the driver thread is gone".into())
+}
+
+/// One request, sent once, until its response or the deadline.
+struct Once<R: Request> {
+    route: Route,
+    request: Option<R>,
+    id: Option<RequestId<R>>,
+    limit: Duration,
+    deadline: Option<Instant>,
+}
+
+impl<R> Operation for Once<R>
+where
+    R: Request + Send + Sync + 'static,
+    R::Response: Send + 'static,
+{
+    type Output = Result<R::Response, Error>;
+
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
+        let deadline = *self.deadline.get_or_insert(cx.now() + self.limit);
+        if let Some(request) = self.request.take() {
+            self.id = Some(cx.send(self.route.clone(), request));
         }
-    });
-    Ok(Stream(stream))
+        let id = self.id?;
+        if let Some(result) = cx.take_response(id) {
+            return Some(result.map_err(Error::Request));
+        }
+        if cx.now() >= deadline {
+            cx.discard(id);
+            return Some(Err(Error::Timeout(self.limit)));
+        }
+        cx.wake_at(deadline);
+        None
+    }
 }
 
 /// The admin client for scripts: every admin operation as a blocking call, each with
-/// per-item results. Shareable between threads (calls take turns on one client).
+/// per-item results. Shareable between threads: calls from several threads run at the
+/// same time on the one driver thread, each waiting only for its own answer.
 ///
 /// ```no_run
 /// use kafka_blocking::Admin;
@@ -199,15 +221,16 @@ fn connect(
 /// println!("{} brokers", admin.describe_cluster()?.brokers.len());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug)]
 pub struct Admin {
-    client: std::sync::Mutex<BlockingClient>,
+    client: BlockingClient,
 }
 
 impl Admin {
     /// Creates the admin client; connections open on first use.
     pub fn new(config: ClientConfig) -> Result<Self, Error> {
         Ok(Admin {
-            client: std::sync::Mutex::new(BlockingClient::new(config)?),
+            client: BlockingClient::new(config)?,
         })
     }
 
@@ -217,25 +240,15 @@ impl Admin {
     where
         O: Operation<Output = Result<T, AdminError>>,
     {
-        let mut client = self
-            .client
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        client.run_op(op)
+        self.client
+            .run_op(op)
+            .unwrap_or(Err(AdminError::Request(RequestError::Cancelled)))
     }
 
-    /// The underlying client, e.g. for raw requests or metadata.
-    pub fn client(&self) -> std::sync::MutexGuard<'_, BlockingClient> {
-        self.client
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The underlying client, e.g. for raw requests, metadata or [`Notice`]s.
+    pub fn client(&self) -> &BlockingClient {
+        &self.client
     }
 
     kafka_core::admin_methods!(blocking run);
-}
-
-impl Drop for BlockingClient {
-    fn drop(&mut self) {
-        self.hub.close_all();
-    }
 }

@@ -1,140 +1,47 @@
 //! `kafka-driver`: the pieces every socket-owning adapter of the sans-IO `kafka-core`
-//! client repeats, written once. [`Hub`] owns the core and one [`Outlet`] per socket and
-//! runs the drain order (`poll_io` → `poll_transmit` → `poll_event`) until the core is
-//! idle; socket tasks or threads report back with [`SocketReport`]s. The adapter keeps
-//! only what is really runtime-specific: opening sockets, the tasks that move bytes, the
-//! timer and the wait.
+//! client shares, written once.
+//!
+//! - [`Hub`] owns the core and one [`Outlet`] per socket and runs *the* drain loop
+//!   (`poll_io` → `poll_transmit` → `poll_event`) until the core is idle. Bytes are pulled
+//!   from the core only for outlets that are [`writable`](Outlet::writable), so a socket
+//!   that cannot take bytes leaves them in the core; its adapter reports
+//!   [`SocketReport::Writable`] when it drains. Events become [`Notice`]s for the user's
+//!   hook and `tracing` logs (feature `tracing`, on by default), or are kept for
+//!   [`Hub::poll_event`].
+//! - [`pipe`](pipe::pipe) is the bounded outbound pipe to a socket's task or thread, and
+//!   [`ReadBuf`] the per-socket read buffer whose reads are split off, not copied.
+//! - [`chan`] is a small bounded queue usable from async tasks of any runtime and from
+//!   threads: drivers' inboxes are bounded, so a reader waits instead of piling up reads.
+//! - [`front`] is the async adapter written once over a small [`front::Runtime`] trait
+//!   (spawn, timer, resolve, connect, read, write): tokio and async-std supply only that.
 //!
 //! The I/O the core must not do lives here too: [`new_client`] (reads `ssl.*.location`
 //! files), [`os_seed`] (randomness for SCRAM nonces and jitter) and [`wall_clock`]
 //! (certificate validity).
+//!
+//! Memory per socket, beyond the core's own frame buffer (at most
+//! `receive.message.max.bytes` for the frame being read): an outlet holds at most
+//! [`OUTBOUND_HIGH_WATER`] bytes plus one `poll_transmit`; a task-based adapter's inbox
+//! holds at most [`front::INBOX_REPORTS`] reads of at most [`READ_CHUNK`] bytes.
 
-use std::collections::HashMap;
+pub mod chan;
+pub mod front;
+mod hub;
+pub mod pipe;
+
 use std::io::Read;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kafka_core::client::{Client, ClientError, ConnId, Event, IoCommand};
-use kafka_core::config::ClientConfig;
+use kafka_core::client::{Client, ClientError};
+use kafka_core::config::{ClientConfig, ClientDnsLookup};
 
-/// What a socket's task (or reader thread) tells its driver.
-#[derive(Debug)]
-pub enum SocketReport {
-    /// The socket connected.
-    Connected(ConnId),
-    /// Bytes arrived.
-    Data(ConnId, Vec<u8>),
-    /// The socket failed to connect or closed, and why.
-    Closed(ConnId, String),
-}
-
-/// Where the bytes for one socket go: a channel to the socket's task, or the socket.
-pub trait Outlet {
-    /// Hands over bytes to write; `Err` (with why) when the socket is gone.
-    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String>;
-
-    /// Called when the core closes the socket, before the outlet is dropped (dropping a
-    /// channel sender is enough for task-based drivers).
-    fn close(&mut self) {}
-}
-
-/// The core and the outlets of its sockets.
-#[derive(Debug)]
-pub struct Hub<O> {
-    /// The sans-IO client.
-    pub core: Client,
-    sockets: HashMap<ConnId, O>,
-}
-
-impl<O: Outlet> Hub<O> {
-    /// A hub around `core`, with no sockets yet.
-    pub fn new(core: Client) -> Self {
-        Hub {
-            core,
-            sockets: HashMap::new(),
-        }
-    }
-
-    /// Drains the core until it has nothing more to do right now: opens sockets with
-    /// `open` (the new socket's outlet, or why it could not be opened), closes the ones
-    /// the core is done with, hands every pending byte to its outlet and discards events
-    /// (operations deliver their outputs through callbacks or `take_op_output`).
-    pub fn flush(&mut self, mut open: impl FnMut(ConnId, String, u16) -> Result<O, String>) {
-        loop {
-            let mut progressed = false;
-            self.core.handle_wall_clock(wall_clock());
-            while let Some(cmd) = self.core.poll_io() {
-                progressed = true;
-                match cmd {
-                    IoCommand::Connect { conn, host, port } => match open(conn, host, port) {
-                        Ok(outlet) => {
-                            self.sockets.insert(conn, outlet);
-                        }
-                        Err(cause) => self.core.handle_closed(Instant::now(), conn, &cause),
-                    },
-                    IoCommand::Close { conn } => self.close(conn),
-                    _ => {}
-                }
-            }
-            let now = Instant::now();
-            let conns: Vec<ConnId> = self.core.connections().collect();
-            for conn in conns {
-                let mut buf = Vec::new();
-                if self.core.poll_transmit(now, conn, &mut buf) == 0 {
-                    continue;
-                }
-                progressed = true;
-                let sent = match self.sockets.get_mut(&conn) {
-                    Some(outlet) => outlet.send(buf),
-                    None => Err("socket gone".into()),
-                };
-                if let Err(cause) = sent {
-                    self.close(conn);
-                    self.core.handle_closed(now, conn, &cause);
-                }
-            }
-            while let Some(event) = self.core.poll_event() {
-                answer_token_request(&mut self.core, &event);
-            }
-            if !progressed && !self.core.poll_io_pending() {
-                return;
-            }
-        }
-    }
-
-    /// Applies what a socket reported.
-    pub fn report(&mut self, report: SocketReport) {
-        let now = Instant::now();
-        match report {
-            SocketReport::Connected(conn) => {
-                self.core.handle_wall_clock(wall_clock());
-                self.core.handle_connected(now, conn);
-            }
-            SocketReport::Data(conn, data) => self.core.handle_received(now, conn, &data),
-            SocketReport::Closed(conn, cause) => {
-                self.sockets.remove(&conn);
-                self.core.handle_closed(now, conn, &cause);
-            }
-        }
-    }
-
-    /// Closes every socket (on shutdown).
-    pub fn close_all(&mut self) {
-        for (_, mut outlet) in self.sockets.drain() {
-            outlet.close();
-        }
-    }
-
-    fn close(&mut self, conn: ConnId) {
-        if let Some(mut outlet) = self.sockets.remove(&conn) {
-            outlet.close();
-        }
-    }
-}
+pub use hub::{Hub, HubStats, Notice, OnNotice, Outlet, SocketReport};
+pub use pipe::{PipeOutlet, PipeSource, ReadBuf, OUTBOUND_HIGH_WATER, READ_CHUNK};
 
 /// Answers the core's [`Event::OAuthTokenNeeded`] from the configured token provider
 /// (the core never calls it itself); other events are left to the caller.
-pub fn answer_token_request(core: &mut Client, event: &Event) {
-    if !matches!(event, Event::OAuthTokenNeeded) {
+pub fn answer_token_request(core: &mut Client, event: &kafka_core::client::Event) {
+    if !matches!(event, kafka_core::client::Event::OAuthTokenNeeded) {
         return;
     }
     let provider = core.config().security().sasl.token_provider.clone();
@@ -142,12 +49,24 @@ pub fn answer_token_request(core: &mut Client, event: &Event) {
         Some(p) => p.token(),
         None => Err("no OAUTHBEARER token provider configured".into()),
     };
-    core.handle_oauth_token(Instant::now(), token);
+    core.handle_oauth_token(std::time::Instant::now(), token);
 }
 
 /// The core client for `config`, with the `ssl.*.location` files read from disk (the
 /// core opens no files) and fresh OS randomness as its seed.
+///
+/// `client.dns.lookup=resolve_canonical_bootstrap_servers_only` is refused: it needs a
+/// reverse lookup (std has none) and the canonical names as the core's bootstrap hosts
+/// (TLS verifies against them), which the core does not take from adapters. Every
+/// adapter implements the default, `use_all_dns_ips`.
 pub fn new_client(config: ClientConfig) -> Result<Client, ClientError> {
+    if config.common().client_dns_lookup == ClientDnsLookup::ResolveCanonicalBootstrapServersOnly {
+        return Err(ClientError::Config(
+            "client.dns.lookup=resolve_canonical_bootstrap_servers_only is not supported \
+             (use the default, use_all_dns_ips)"
+                .into(),
+        ));
+    }
     let config = config
         .with_ssl_files_loaded(|path| std::fs::read(path))
         .map_err(|e| ClientError::Config(e.to_string()))?;
@@ -177,4 +96,26 @@ pub fn os_seed() -> [u8; 32] {
         }
     }
     seed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_bootstrap_lookup_is_refused_and_the_default_accepted() {
+        let pairs = |dns| {
+            ClientConfig::from_pairs([
+                ("bootstrap.servers", "127.0.0.1:9092"),
+                ("client.dns.lookup", dns),
+            ])
+            .expect("config")
+        };
+        let refused = new_client(pairs("resolve_canonical_bootstrap_servers_only"));
+        assert!(
+            matches!(&refused, Err(ClientError::Config(m)) if m.contains("client.dns.lookup")),
+            "{refused:?}"
+        );
+        assert!(new_client(pairs("use_all_dns_ips")).is_ok());
+    }
 }

@@ -11,6 +11,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kafka_core::admin::{CreateTopics, DescribeCluster, NewTopic};
+use kafka_core::client::Event;
 use kafka_core::config::ClientConfig;
 use kafka_mio::mio::net::{TcpListener, TcpStream};
 use kafka_mio::mio::{Events, Interest, Poll, Token};
@@ -61,35 +62,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if Instant::now() > give_up {
             return Err("gave up after 60 s".into());
         }
-        // Kafka: drain, then look at finished operations.
+        // Kafka: drain, read the core's events, then check the operation we wait on.
         driver.poll(poll.registry());
-        while driver.poll_completed().is_some() {
-            kafka = match kafka {
-                Kafka::Describing(id) => match driver.take_output(id) {
-                    Some(cluster) => {
-                        let cluster = cluster?;
-                        println!(
-                            "kafka: cluster {} with {} broker(s), controller {}",
-                            cluster.cluster_id,
-                            cluster.brokers.len(),
-                            cluster.controller_id
-                        );
-                        let topics = [NewTopic::new(&topic, 1, 1)];
-                        Kafka::Creating(driver.start(CreateTopics::new(topics)))
-                    }
-                    None => Kafka::Describing(id),
-                },
-                Kafka::Creating(id) => match driver.take_output(id) {
-                    Some(created) => {
-                        let t = created?.remove(&topic).ok_or("topic missing")??;
-                        println!("kafka: created topic {topic} (id {:?})", t.topic_id);
-                        Kafka::Done
-                    }
-                    None => Kafka::Creating(id),
-                },
-                Kafka::Done => Kafka::Done,
-            };
+        while let Some(event) = driver.poll_event() {
+            if let Event::ConnectionFailed { node, error } = event {
+                println!("kafka: connection to node {node} failed: {error}");
+            }
         }
+        kafka = match kafka {
+            Kafka::Describing(id) => match driver.take_output(id) {
+                Some(cluster) => {
+                    let cluster = cluster?;
+                    println!(
+                        "kafka: cluster {} with {} broker(s), controller {}",
+                        cluster.cluster_id,
+                        cluster.brokers.len(),
+                        cluster.controller_id
+                    );
+                    let topics = [NewTopic::new(&topic, 1, 1)];
+                    Kafka::Creating(driver.start(CreateTopics::new(topics)))
+                }
+                None => Kafka::Describing(id),
+            },
+            Kafka::Creating(id) => match driver.take_output(id) {
+                Some(created) => {
+                    let t = created?.remove(&topic).ok_or("topic missing")??;
+                    println!("kafka: created topic {topic} (id {:?})", t.topic_id);
+                    Kafka::Done
+                }
+                None => Kafka::Creating(id),
+            },
+            Kafka::Done => Kafka::Done,
+        };
         // The program's own timer: send the next ping when due.
         if !awaiting_echo && server.is_some() && Instant::now() >= next_ping {
             write_all(&mut client, format!("ping {echoed}\n").as_bytes())?;

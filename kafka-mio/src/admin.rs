@@ -1,25 +1,33 @@
-//! [`Admin`]: a blocking convenience over [`Driver`] with its own `mio::Poll`.
+//! [`Admin`]: a blocking convenience over [`Driver`]: a driver thread with its own
+//! `mio::Poll`, woken by a `mio::Waker` when callers submit work.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use mio::{Events, Poll};
+use mio::{Events, Poll, Token, Waker};
 
 use kafka_core::admin::AdminError;
 use kafka_core::client::Operation;
 use kafka_core::config::ClientConfig;
-use kafka_core::conn::{ConnError, RequestError};
+use kafka_core::conn::RequestError;
 
 use crate::{Driver, Error};
 
 /// The driver's tokens inside the admin client's private poll.
 const TOKENS: std::ops::Range<usize> = 0..1024;
+/// The waker's token (outside the driver's range).
+const WAKE: Token = Token(usize::MAX);
 /// Upper bound of one wait, so a missed wake-up can never hang a call for long.
 const MAX_WAIT: Duration = Duration::from_secs(1);
 
+/// Work for the driver thread.
+type Job = Box<dyn FnOnce(&mut Driver) + Send>;
+
 /// Admin client for tests and simple programs: every admin operation as a blocking call
-/// (per-item results), run on a private `mio::Poll` by a [`Driver`]. Calls from several
-/// threads take turns. Applications with their own loop use [`Driver`] directly.
+/// (per-item results), run by a [`Driver`] on a thread of its own with a private
+/// `mio::Poll`. Calls from several threads run at the same time, each waiting only for
+/// its own answer. Applications with their own loop use [`Driver`] directly.
 ///
 /// ```no_run
 /// use kafka_core::admin::NewTopic;
@@ -33,28 +41,22 @@ const MAX_WAIT: Duration = Duration::from_secs(1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Admin {
-    inner: Mutex<Looper>,
-}
-
-/// The private loop: a poll, its event buffer and the driver.
-struct Looper {
-    poll: Poll,
-    events: Events,
-    driver: Driver,
+    jobs: Sender<Job>,
+    waker: Arc<Waker>,
 }
 
 impl Admin {
-    /// Creates the admin client; connections open on first use.
+    /// Creates the admin client and its driver thread; connections open on first use.
     pub fn new(config: ClientConfig) -> Result<Self, Error> {
         let poll = Poll::new().map_err(Error::Io)?;
         let driver = Driver::new(config, poll.registry(), TOKENS)?;
-        Ok(Admin {
-            inner: Mutex::new(Looper {
-                poll,
-                events: Events::with_capacity(256),
-                driver,
-            }),
-        })
+        let waker = Arc::new(Waker::new(poll.registry(), WAKE).map_err(Error::Io)?);
+        let (jobs, rx) = channel();
+        std::thread::Builder::new()
+            .name("kafka-mio-driver".into())
+            .spawn(move || run(poll, driver, rx))
+            .map_err(Error::Io)?;
+        Ok(Admin { jobs, waker })
     }
 
     /// Runs any admin operation to completion, e.g. one built with non-default options:
@@ -64,50 +66,87 @@ impl Admin {
     where
         O: Operation<Output = Result<T, AdminError>>,
     {
-        let mut guard = self.lock();
-        let looper = &mut *guard;
-        let id = looper.driver.start(op);
-        loop {
-            looper.driver.poll(looper.poll.registry());
-            while looper.driver.poll_completed().is_some() {}
-            while looper.driver.poll_event().is_some() {}
-            if let Some(out) = looper.driver.take_output(id) {
-                return out;
-            }
-            let wait = looper
-                .driver
-                .timeout()
-                .map_or(MAX_WAIT, |t| t.min(MAX_WAIT));
-            if let Err(e) = looper.poll.poll(&mut looper.events, Some(wait)) {
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    looper.driver.core_mut().cancel_op(id.untyped());
-                    let cause = ConnError::Closed(format!("mio poll failed: {e}"));
-                    return Err(AdminError::Request(RequestError::Connection(cause)));
-                }
-            }
-            for event in looper.events.iter() {
-                looper.driver.handle_event(looper.poll.registry(), event);
-            }
-        }
+        self.run_op(op)
+            .unwrap_or(Err(AdminError::Request(RequestError::Cancelled)))
     }
 
-    /// Calls `f` with the driver, e.g. for metadata or raw requests through
-    /// [`Driver::core_mut`] (calls from other threads wait meanwhile).
-    pub fn with_driver<R>(&self, f: impl FnOnce(&mut Driver) -> R) -> R {
-        f(&mut self.lock().driver)
+    /// Runs any operation to completion; `None` if the driver thread is gone. (Generic
+    /// over the operation alone, so its output's `Send` comes from [`Operation`].)
+    pub fn run_op<O: Operation>(&self, op: O) -> Option<O::Output> {
+        let (tx, rx) = channel();
+        self.submit(Box::new(move |driver| {
+            driver.start_then(op, move |out| {
+                let _ = tx.send(out);
+            });
+        }));
+        rx.recv().ok()
+    }
+
+    /// Calls `f` with the driver on its thread (e.g. for metadata, raw requests through
+    /// [`Driver::core_mut`], or [`Driver::on_notice`]) and returns its result; `None` if
+    /// the driver thread is gone.
+    pub fn with_driver<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Driver) -> R + Send + 'static,
+    ) -> Option<R> {
+        let (tx, rx) = channel();
+        self.submit(Box::new(move |driver| {
+            let _ = tx.send(f(driver));
+        }));
+        rx.recv().ok()
     }
 
     kafka_core::admin_methods!(blocking run);
 
-    fn lock(&self) -> MutexGuard<'_, Looper> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    fn submit(&self, job: Job) {
+        // A failed send drops the job and its reply sender: the caller sees it as gone.
+        if self.jobs.send(job).is_ok() {
+            let _ = self.waker.wake();
+        }
     }
 }
 
-impl Drop for Looper {
+impl Drop for Admin {
     fn drop(&mut self) {
-        self.driver.shutdown(self.poll.registry());
+        // The thread sees the job channel disconnected and shuts down.
+        let (jobs, _) = channel();
+        drop(std::mem::replace(&mut self.jobs, jobs));
+        let _ = self.waker.wake();
     }
+}
+
+/// The driver thread: the private loop until the admin client is dropped.
+fn run(mut poll: Poll, mut driver: Driver, jobs: Receiver<Job>) {
+    let mut events = Events::with_capacity(256);
+    'outer: loop {
+        driver.poll(poll.registry());
+        // Outputs go to their callers' channels; events are only logged (by the hub).
+        while driver.poll_event().is_some() {}
+        let wait = driver.timeout().map_or(MAX_WAIT, |t| t.min(MAX_WAIT));
+        if let Err(e) = poll.poll(&mut events, Some(wait)) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                break;
+            }
+        }
+        for event in events.iter() {
+            if event.token() == WAKE {
+                loop {
+                    match jobs.try_recv() {
+                        Ok(job) => {
+                            job(&mut driver);
+                            // Each job's requests go out (or stay in the core) at once.
+                            driver.poll(poll.registry());
+                        }
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => break 'outer,
+                    }
+                }
+            } else {
+                driver.handle_event(poll.registry(), event);
+            }
+        }
+    }
+    driver.shutdown(poll.registry());
 }
 
 impl std::fmt::Debug for Admin {

@@ -1,24 +1,20 @@
 //! [`Driver`]: the core [`Client`] plus its mio sockets, fed from the caller's loop.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event as MioEvent;
 use mio::{Registry, Token};
 
-use kafka_core::client::{Client, ConnId, Event, IoCommand, OpId, OpRef, Operation};
+use kafka_core::client::{Client, ConnId, Event, OpId, OpRef, Operation};
 use kafka_core::config::ClientConfig;
-use kafka_driver::wall_clock;
+use kafka_driver::{Hub, HubStats, OnNotice, READ_CHUNK};
 
 use crate::socket::{ConnectState, Sock, TokenPool};
 use crate::{ConnectError, Error};
-
-/// Non-completion events kept for [`Driver::poll_event`]; older ones are dropped.
-const MAX_EVENTS: usize = 256;
-/// Read buffer size.
-const READ_CHUNK: usize = 64 * 1024;
 
 /// The Kafka client inside the caller's mio loop.
 ///
@@ -27,44 +23,41 @@ const READ_CHUNK: usize = 64 * 1024;
 /// and never owns the loop. Each turn of the caller's loop:
 /// 1. `poll.poll(&mut events, driver.timeout())` (or the minimum with the caller's timers),
 /// 2. [`Driver::handle_event`] for each event whose token the driver [`owns`](Driver::owns),
-/// 3. [`Driver::poll`] (fires due timers and drains the core: sockets to open or close,
-///    bytes to write, events),
-/// 4. [`Driver::poll_completed`] / [`Driver::take_output`] for finished operations.
+/// 3. [`Driver::poll`] (fires due timers and runs `kafka_driver`'s drain loop: sockets to
+///    open or close, bytes for the sockets that can take them, events),
+/// 4. [`Driver::take_output`] for the operations it waits on, and [`Driver::poll_event`]
+///    until `None` (the core's events, in order, none dropped: drain them every turn).
 pub struct Driver {
-    core: Client,
+    hub: Hub<Sock>,
+    registry: Arc<Registry>,
     tokens: TokenPool,
-    socks: HashMap<ConnId, Sock>,
     by_token: HashMap<Token, ConnId>,
     setup_timeout: Duration,
-    completed: VecDeque<OpRef>,
-    events: VecDeque<Event>,
     /// Work was handed to the core outside a drain (`start`, `core_mut`).
     dirty: bool,
     read_buf: Vec<u8>,
 }
 
 impl Driver {
-    /// Creates a driver that will register its sockets on `registry` with tokens from
-    /// `tokens` only (freed tokens are reused; when all are in use, a new connection
-    /// fails with [`ConnectError::TokensExhausted`] and the core retries it later).
-    /// Connections open on first use.
+    /// Creates a driver that will register its sockets on `registry` (it keeps a clone of
+    /// it) with tokens from `tokens` only (freed tokens are reused; when all are in use, a
+    /// new connection fails with [`ConnectError::TokensExhausted`] and the core retries it
+    /// later). Connections open on first use.
     pub fn new(
         config: ClientConfig,
         registry: &Registry,
         tokens: Range<usize>,
     ) -> Result<Driver, Error> {
-        // The registry is only used once sockets exist; taking it here states the contract.
-        let _ = registry;
         let setup_timeout = config.common().socket_connection_setup_timeout;
         let core = kafka_driver::new_client(config)?;
+        let mut hub = Hub::new(core);
+        hub.keep_events(true);
         Ok(Driver {
-            core,
+            hub,
+            registry: Arc::new(registry.try_clone().map_err(Error::Io)?),
             tokens: TokenPool::new(tokens),
-            socks: HashMap::new(),
             by_token: HashMap::new(),
             setup_timeout,
-            completed: VecDeque::new(),
-            events: VecDeque::new(),
             dirty: false,
             read_buf: vec![0; READ_CHUNK],
         })
@@ -72,14 +65,14 @@ impl Driver {
 
     /// The core client, for metadata and other state.
     pub fn core(&self) -> &Client {
-        &self.core
+        &self.hub.core
     }
 
     /// The core client, e.g. to send raw requests. Call [`Driver::poll`] before the next
     /// wait ([`Driver::timeout`] returns zero until then).
     pub fn core_mut(&mut self) -> &mut Client {
         self.dirty = true;
-        &mut self.core
+        &mut self.hub.core
     }
 
     /// Whether `token` belongs to this driver's range (events for other tokens are the
@@ -94,289 +87,250 @@ impl Driver {
     }
 
     /// Starts an operation (e.g. an admin call). Its requests go out at the next
-    /// [`Driver::poll`]; [`Driver::poll_completed`] reports it finished.
+    /// [`Driver::poll`]; poll [`Driver::take_output`] for its output.
     pub fn start<O: Operation>(&mut self, op: O) -> OpId<O> {
         self.dirty = true;
-        self.core.start_op(Instant::now(), op)
+        self.hub.core.start_op(Instant::now(), op)
+    }
+
+    /// Starts an operation whose output goes to `done` (called inside a later
+    /// [`Driver::poll`] or [`Driver::handle_event`]). Returns its id, for
+    /// [`Driver::cancel`] (`id.untyped()`).
+    pub fn start_then<O, F>(&mut self, op: O, done: F) -> OpId<O>
+    where
+        O: Operation,
+        F: FnOnce(O::Output) + Send + 'static,
+    {
+        self.dirty = true;
+        self.hub.core.start_op_then(Instant::now(), op, done)
+    }
+
+    /// Stops an operation (`OpId::untyped`); its output is never delivered and every
+    /// request it owns is withdrawn.
+    pub fn cancel(&mut self, op: OpRef) {
+        self.dirty = true;
+        self.hub.core.cancel_op(op);
     }
 
     /// The output of a finished operation, once.
     pub fn take_output<O: Operation>(&mut self, id: OpId<O>) -> Option<O::Output> {
-        self.core.take_op_output(id)
+        self.hub.core.take_op_output(id)
     }
 
-    /// The handle of the next finished operation (compare with `OpId::untyped`).
-    pub fn poll_completed(&mut self) -> Option<OpRef> {
-        self.completed.pop_front()
-    }
-
-    /// The next other core event (metadata updates, connection failures, finished raw
-    /// requests). Only the latest 256 are kept.
+    /// The next core event (connection failures, metadata updates, finished requests and
+    /// operations, ...), in order. The queue is not bounded by the driver: drain it every
+    /// turn. Match with a wildcard arm (`Event` is non-exhaustive).
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.hub.poll_event()
+    }
+
+    /// Sets (or clears) a hook that also receives connection failures and metadata updates
+    /// as [`Notice`](kafka_driver::Notice)s, inside the driver's calls.
+    pub fn on_notice(&mut self, hook: Option<OnNotice>) {
+        self.hub.on_notice(hook);
+    }
+
+    /// The outbound counters (bytes waiting for sockets, the most one socket has held).
+    pub fn stats(&self) -> HubStats {
+        self.hub.stats()
     }
 
     /// How long the caller's `poll` may wait before the driver has timer work; `None`
     /// when idle. Zero while work is waiting for [`Driver::poll`].
     pub fn timeout(&self) -> Option<Duration> {
-        if self.dirty || self.core.poll_io_pending() {
+        if self.dirty || self.hub.core.poll_io_pending() {
             return Some(Duration::ZERO);
         }
-        let connects = self.socks.values().filter_map(|s| s.connecting);
-        let wake = self.core.poll_timeout().into_iter().chain(connects).min()?;
+        let connects = self.hub.outlets().filter_map(|(_, s)| s.connecting);
+        let wake = self
+            .hub
+            .core
+            .poll_timeout()
+            .into_iter()
+            .chain(connects)
+            .min()?;
         Some(wake.saturating_duration_since(Instant::now()))
     }
 
     /// Handles one readiness event of the caller's `poll`. Events whose token the driver
-    /// does not own, or whose socket is gone, are ignored.
+    /// does not own, or whose socket is gone, are ignored. `registry` must be the one
+    /// given to [`Driver::new`].
     pub fn handle_event(&mut self, registry: &Registry, event: &MioEvent) {
+        let _ = registry;
         let Some(&conn) = self.by_token.get(&event.token()) else {
             return;
         };
-        self.socket_ready(registry, conn, event);
-        self.drain(registry);
+        self.socket_ready(conn, event);
+        self.drain();
     }
 
     /// Fires the core's due timers and connect timeouts, then drains (calling it early
     /// is harmless).
     pub fn handle_timeout(&mut self, registry: &Registry) {
+        let _ = registry;
         let now = Instant::now();
-        self.core.handle_timeout(now);
-        self.expire_connects(registry, now);
-        self.drain(registry);
+        self.hub.core.handle_timeout(now);
+        self.expire_connects(now);
+        self.drain();
     }
 
     /// One step after the caller's `poll` returned: fires due timers (if any) and
     /// drains the core (opens and closes sockets, writes, collects events).
     pub fn poll(&mut self, registry: &Registry) {
+        let _ = registry;
         let now = Instant::now();
-        if self.core.poll_timeout().is_some_and(|t| t <= now) {
-            self.core.handle_timeout(now);
+        if self.hub.core.poll_timeout().is_some_and(|t| t <= now) {
+            self.hub.core.handle_timeout(now);
         }
-        self.expire_connects(registry, now);
-        self.drain(registry);
+        self.expire_connects(now);
+        self.drain();
     }
 
-    fn socket_ready(&mut self, registry: &Registry, conn: ConnId, event: &MioEvent) {
-        let Some(sock) = self.socks.get_mut(&conn) else {
+    fn socket_ready(&mut self, conn: ConnId, event: &MioEvent) {
+        let Some(sock) = self.hub.outlet_mut(conn) else {
             return;
         };
         if sock.connecting.is_some() {
             match sock.check_connected() {
                 ConnectState::Pending => return,
-                ConnectState::Failed(e) => return self.connect_failed(registry, conn, e),
-                ConnectState::Done => {
-                    if let Err(e) = sock.flush(registry) {
-                        return self.fail(registry, conn, &e.to_string());
-                    }
-                    self.core.handle_wall_clock(wall_clock());
-                    self.core.handle_connected(Instant::now(), conn);
-                }
+                ConnectState::Failed(e) => return self.connect_failed(conn, e),
+                ConnectState::Done => self.hub.connected(conn),
             }
         }
         if event.is_error() {
             // Only the socket's own error counts: the event may be a stale one of the
             // token's previous socket.
-            let error = self.socks.get(&conn).map(|s| s.stream.take_error());
+            let error = self.hub.outlet_mut(conn).map(|s| s.stream.take_error());
             if let Some(Ok(Some(e)) | Err(e)) = error {
-                return self.fail(registry, conn, &e.to_string());
+                return self.hub.closed(conn, &e.to_string());
             }
         }
         if event.is_readable() || event.is_read_closed() {
-            let Some(sock) = self.socks.get_mut(&conn) else {
-                return;
-            };
-            let core = &mut self.core;
-            let result = sock.read_all(&mut self.read_buf, |data| {
-                core.handle_received(Instant::now(), conn, data);
-            });
-            if let Err(cause) = result {
-                return self.fail(registry, conn, &cause);
+            // Every read goes to the core at once: nothing piles up in the driver.
+            loop {
+                let Some(sock) = self.hub.outlet_mut(conn) else {
+                    return;
+                };
+                match sock.read_once(&mut self.read_buf) {
+                    Ok(Some(n)) => self.hub.received(conn, &self.read_buf[..n]),
+                    Ok(None) => break,
+                    Err(cause) => return self.hub.closed(conn, &cause),
+                }
             }
         }
         if event.is_writable() {
-            if let Some(Err(e)) = self.socks.get_mut(&conn).map(|s| s.flush(registry)) {
-                self.fail(registry, conn, &e.to_string());
+            // The socket drained: the drain after this pulls from the core again.
+            if let Some(Err(e)) = self.hub.outlet_mut(conn).map(Sock::flush) {
+                self.hub.closed(conn, &e.to_string());
             }
         }
     }
 
-    /// The drain order of the core: socket commands, transmits, events; again while
-    /// transmits or failures queued new socket commands.
-    fn drain(&mut self, registry: &Registry) {
+    /// `kafka_driver`'s drain loop; then the tokens of sockets it dropped are freed.
+    fn drain(&mut self) {
         self.dirty = false;
-        loop {
-            while let Some(cmd) = self.core.poll_io() {
-                match cmd {
-                    IoCommand::Connect { conn, host, port } => {
-                        self.connect(registry, conn, &host, port);
-                    }
-                    IoCommand::Close { conn } => self.close(registry, conn),
-                    _ => {}
-                }
+        let (registry, tokens, by_token) = (&self.registry, &mut self.tokens, &mut self.by_token);
+        let setup = self.setup_timeout;
+        self.hub.flush(|conn, host, port| {
+            let addrs = (host.as_str(), port)
+                .to_socket_addrs()
+                .map_err(|e| ConnectError::Resolve(host.clone(), e).to_string())?
+                .collect();
+            let sock = connect_to(registry, tokens, &host, addrs, Instant::now() + setup)
+                .map_err(|e| e.to_string())?;
+            by_token.insert(sock.token, conn);
+            Ok(sock)
+        });
+        let hub = &self.hub;
+        let tokens = &mut self.tokens;
+        self.by_token.retain(|token, conn| {
+            let alive = hub.outlet(*conn).is_some_and(|s| s.token == *token);
+            if !alive {
+                tokens.give_back(*token);
             }
-            let failed = self.transmit(registry);
-            while let Some(event) = self.core.poll_event() {
-                kafka_driver::answer_token_request(&mut self.core, &event);
-                match event {
-                    Event::OperationDone(raw) => self.completed.push_back(raw),
-                    other => {
-                        if self.events.len() == MAX_EVENTS {
-                            self.events.pop_front();
-                        }
-                        self.events.push_back(other);
-                    }
-                }
-            }
-            // A failed write may have moved requests to sockets already visited.
-            if !failed && !self.core.poll_io_pending() {
-                break;
-            }
-        }
-    }
-
-    /// Pulls bytes from the core for every connected socket whose previous bytes are
-    /// written (the core keeps the rest: backpressure), and writes them. Returns whether
-    /// a socket failed.
-    fn transmit(&mut self, registry: &Registry) -> bool {
-        let mut failed = false;
-        let now = Instant::now();
-        let conns: Vec<ConnId> = self.core.connections().collect();
-        for conn in conns {
-            let Some(sock) = self.socks.get_mut(&conn) else {
-                continue;
-            };
-            if sock.connecting.is_some() || !sock.flushed() {
-                continue;
-            }
-            if self.core.poll_transmit(now, conn, sock.out_buf()) == 0 {
-                continue;
-            }
-            if let Err(e) = sock.flush(registry) {
-                self.fail(registry, conn, &e.to_string());
-                failed = true;
-            }
-        }
-        failed
-    }
-
-    /// Resolves (blocking for host names) and starts a non-blocking connect.
-    fn connect(&mut self, registry: &Registry, conn: ConnId, host: &str, port: u16) {
-        let addrs = match (host, port).to_socket_addrs() {
-            Ok(addrs) => addrs.collect::<Vec<_>>(),
-            Err(e) => return self.report_failure(conn, &ConnectError::Resolve(host.into(), e)),
-        };
-        self.connect_to(registry, conn, host, addrs);
-    }
-
-    /// Tries the addresses in order until one starts connecting.
-    fn connect_to(
-        &mut self,
-        registry: &Registry,
-        conn: ConnId,
-        host: &str,
-        mut addrs: Vec<SocketAddr>,
-    ) {
-        if addrs.is_empty() {
-            let e = ConnectError::Resolve(host.into(), std::io::ErrorKind::NotFound.into());
-            return self.report_failure(conn, &e);
-        }
-        let token = match self.tokens.take() {
-            Ok(t) => t,
-            Err(e) => return self.report_failure(conn, &e),
-        };
-        let deadline = Instant::now() + self.setup_timeout;
-        let mut last = None;
-        while !addrs.is_empty() {
-            let addr = addrs.remove(0);
-            match Sock::connect(registry, token, addr, std::mem::take(&mut addrs), deadline) {
-                Ok(sock) => {
-                    self.by_token.insert(token, conn);
-                    self.socks.insert(conn, sock);
-                    return;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        self.tokens.give_back(token);
-        let e = last.unwrap_or(ConnectError::Resolve(
-            host.into(),
-            std::io::ErrorKind::NotFound.into(),
-        ));
-        self.report_failure(conn, &e);
+            alive
+        });
     }
 
     /// A connect failed: try the next resolved address, or report the failure.
-    fn connect_failed(&mut self, registry: &Registry, conn: ConnId, error: ConnectError) {
-        let Some(mut sock) = self.remove(conn) else {
+    fn connect_failed(&mut self, conn: ConnId, error: ConnectError) {
+        let Some(mut sock) = self.hub.take_outlet(conn) else {
             return;
         };
         let fallback = std::mem::take(&mut sock.fallback);
-        sock.close(registry);
-        if fallback.is_empty() {
-            self.report_failure(conn, &error);
+        self.by_token.remove(&sock.token);
+        self.tokens.give_back(sock.token);
+        drop(sock);
+        let next = if fallback.is_empty() {
+            Err(error)
         } else {
-            self.connect_to(registry, conn, "", fallback);
+            let deadline = Instant::now() + self.setup_timeout;
+            connect_to(&self.registry, &mut self.tokens, "", fallback, deadline)
+        };
+        match next {
+            Ok(sock) => {
+                self.by_token.insert(sock.token, conn);
+                self.hub.insert_outlet(conn, sock);
+            }
+            Err(e) => self
+                .hub
+                .core
+                .handle_closed(Instant::now(), conn, &e.to_string()),
         }
     }
 
     /// Fails sockets whose connect has run past `socket.connection.setup.timeout.ms`.
-    fn expire_connects(&mut self, registry: &Registry, now: Instant) {
+    fn expire_connects(&mut self, now: Instant) {
         let expired: Vec<ConnId> = self
-            .socks
-            .iter()
+            .hub
+            .outlets()
             .filter(|(_, s)| s.connecting.is_some_and(|d| d <= now))
-            .map(|(c, _)| *c)
+            .map(|(c, _)| c)
             .collect();
         for conn in expired {
-            let e = ConnectError::SetupTimeout(self.setup_timeout);
-            self.connect_failed(registry, conn, e);
+            self.connect_failed(conn, ConnectError::SetupTimeout(self.setup_timeout));
         }
     }
 
-    fn report_failure(&mut self, conn: ConnId, error: &ConnectError) {
-        self.core
-            .handle_closed(Instant::now(), conn, &error.to_string());
-    }
-
-    /// Drops a socket after an I/O failure and tells the core.
-    fn fail(&mut self, registry: &Registry, conn: ConnId, cause: &str) {
-        if let Some(sock) = self.remove(conn) {
-            sock.close(registry);
-        }
-        self.core.handle_closed(Instant::now(), conn, cause);
-    }
-
-    /// The core closed `conn`.
-    fn close(&mut self, registry: &Registry, conn: ConnId) {
-        if let Some(sock) = self.remove(conn) {
-            sock.close(registry);
-        }
-    }
-
-    fn remove(&mut self, conn: ConnId) -> Option<Sock> {
-        let sock = self.socks.remove(&conn)?;
-        self.by_token.remove(&sock.token);
-        self.tokens.give_back(sock.token);
-        Some(sock)
-    }
-
-    /// Deregisters every socket from `registry` (they also close when the driver drops,
-    /// but mio wants registered sources deregistered first).
+    /// Deregisters every socket (they also close when the driver drops, but mio wants
+    /// registered sources deregistered first).
     pub fn shutdown(&mut self, registry: &Registry) {
-        let conns: Vec<ConnId> = self.socks.keys().copied().collect();
-        for conn in conns {
-            self.close(registry, conn);
+        let _ = registry;
+        self.hub.close_all();
+        self.drain();
+    }
+}
+
+/// Starts a non-blocking connect to the first of `addrs` that accepts one, keeping the
+/// rest as fallbacks for a later failure.
+fn connect_to(
+    registry: &Arc<Registry>,
+    tokens: &mut TokenPool,
+    host: &str,
+    mut addrs: Vec<SocketAddr>,
+    deadline: Instant,
+) -> Result<Sock, ConnectError> {
+    let token = tokens.take()?;
+    let mut last = None;
+    while !addrs.is_empty() {
+        let addr = addrs.remove(0);
+        match Sock::connect(registry, token, addr, std::mem::take(&mut addrs), deadline) {
+            Ok(sock) => return Ok(sock),
+            Err(e) => last = Some(e),
         }
     }
+    tokens.give_back(token);
+    Err(last.unwrap_or(ConnectError::Resolve(
+        host.into(),
+        std::io::ErrorKind::NotFound.into(),
+    )))
 }
 
 impl std::fmt::Debug for Driver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Driver")
-            .field("core", &self.core)
+            .field("hub", &self.hub)
             .field("tokens", &self.tokens)
-            .field("sockets", &self.socks.len())
             .finish_non_exhaustive()
     }
 }

@@ -12,7 +12,11 @@
 //!
 //! Each turn of your loop: wait with the driver's [`timeout`](Driver::timeout) (or the
 //! minimum with your own timers), hand it the events whose tokens it
-//! [`owns`](Driver::owns), then call [`Driver::poll`] and collect finished operations.
+//! [`owns`](Driver::owns), then call [`Driver::poll`], drain [`Driver::poll_event`] and
+//! collect finished operations with [`Driver::take_output`]. The driver runs
+//! `kafka_driver`'s drain loop: it pulls bytes from the core only for sockets whose
+//! previous writes the kernel took (back-pressure) and hands every read straight to the
+//! core, so its memory stays at the core's frame buffer plus one read buffer.
 //!
 //! ```no_run
 //! use kafka_core::admin::DescribeCluster;

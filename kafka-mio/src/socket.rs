@@ -5,8 +5,10 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Instant;
 
+use kafka_driver::{Outlet, OUTBOUND_HIGH_WATER};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
@@ -65,10 +67,13 @@ pub(crate) enum ConnectState {
     Failed(ConnectError),
 }
 
-/// A broker socket registered on the caller's registry.
+/// A broker socket registered on the caller's registry; the hub's [`Outlet`] for it.
+/// Bytes the kernel does not take at once wait here (at most [`OUTBOUND_HIGH_WATER`] plus
+/// one `poll_transmit`) until WRITABLE readiness.
 pub(crate) struct Sock {
     pub(crate) stream: TcpStream,
     pub(crate) token: Token,
+    registry: Arc<Registry>,
     /// `Some(deadline)` until the non-blocking connect completes.
     pub(crate) connecting: Option<Instant>,
     /// Addresses still to try if this connect fails (from name resolution).
@@ -83,7 +88,7 @@ pub(crate) struct Sock {
 impl Sock {
     /// Starts a non-blocking connect to `addr` and registers it with `token`.
     pub(crate) fn connect(
-        registry: &Registry,
+        registry: &Arc<Registry>,
         token: Token,
         addr: SocketAddr,
         fallback: Vec<SocketAddr>,
@@ -96,6 +101,7 @@ impl Sock {
         Ok(Sock {
             stream,
             token,
+            registry: registry.clone(),
             connecting: Some(deadline),
             fallback,
             out: Vec::new(),
@@ -123,21 +129,9 @@ impl Sock {
         }
     }
 
-    /// Whether all bytes taken from the core have been written.
-    pub(crate) fn flushed(&self) -> bool {
-        self.sent == self.out.len()
-    }
-
-    /// The buffer to append the core's next bytes to (only once flushed).
-    pub(crate) fn out_buf(&mut self) -> &mut Vec<u8> {
-        self.out.clear();
-        self.sent = 0;
-        &mut self.out
-    }
-
     /// Writes pending bytes until done or the socket would block, then asks for
     /// WRITABLE readiness only while bytes remain.
-    pub(crate) fn flush(&mut self, registry: &Registry) -> io::Result<()> {
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
         if self.connecting.is_some() {
             return Ok(());
         }
@@ -150,14 +144,14 @@ impl Sock {
                 Err(e) => return Err(e),
             }
         }
-        if self.flushed() {
-            self.out.clear();
+        if self.sent == self.out.len() {
+            self.out = Vec::new();
             self.sent = 0;
         }
-        self.set_write_interest(registry, !self.flushed())
+        self.set_write_interest(self.sent < self.out.len())
     }
 
-    fn set_write_interest(&mut self, registry: &Registry, on: bool) -> io::Result<()> {
+    fn set_write_interest(&mut self, on: bool) -> io::Result<()> {
         if self.want_write == on {
             return Ok(());
         }
@@ -166,32 +160,52 @@ impl Sock {
         } else {
             Interest::READABLE
         };
-        registry.reregister(&mut self.stream, self.token, interest)?;
+        self.registry
+            .reregister(&mut self.stream, self.token, interest)?;
         self.want_write = on;
         Ok(())
     }
 
-    /// Reads until the socket would block, handing each chunk to `sink`. `Err` when the
-    /// peer closed or the read failed (the cause to report).
-    pub(crate) fn read_all(
-        &mut self,
-        buf: &mut [u8],
-        mut sink: impl FnMut(&[u8]),
-    ) -> Result<(), String> {
+    /// One read into `buf`: `Ok(Some(n))` bytes, `Ok(None)` when the socket would block,
+    /// `Err` when the peer closed or the read failed (the cause to report).
+    pub(crate) fn read_once(&mut self, buf: &mut [u8]) -> Result<Option<usize>, String> {
         loop {
             match self.stream.read(buf) {
                 Ok(0) => return Err("closed by peer".into()),
-                Ok(n) => sink(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Ok(n) => return Ok(Some(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.to_string()),
             }
         }
     }
+}
 
+impl Outlet for Sock {
+    fn writable(&mut self) -> bool {
+        self.connecting.is_none() && self.queued() < OUTBOUND_HIGH_WATER
+    }
+
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String> {
+        if self.sent == self.out.len() {
+            self.out = bytes;
+        } else {
+            self.out.drain(..self.sent);
+            self.out.extend_from_slice(&bytes);
+        }
+        self.sent = 0;
+        self.flush().map_err(|e| e.to_string())
+    }
+
+    fn queued(&self) -> usize {
+        self.out.len() - self.sent
+    }
+}
+
+impl Drop for Sock {
     /// Deregisters and shuts the socket down (errors are moot: it is going away).
-    pub(crate) fn close(mut self, registry: &Registry) {
-        let _ = registry.deregister(&mut self.stream);
+    fn drop(&mut self) {
+        let _ = self.registry.deregister(&mut self.stream);
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 }

@@ -1,10 +1,18 @@
 //! `kafka-tokio`: drive the sans-IO `kafka-core` client on a tokio runtime.
 //!
 //! [`Admin::new`] spawns one driver task that owns the core; every socket gets a task that
-//! connects, writes what the driver hands it and reports what it reads. Handles talk to
-//! the driver through a channel, and each operation's output comes back on a oneshot.
+//! connects, writes what the driver hands it and reports what it reads. The driver loop,
+//! its bounded pipes and the socket tasks are [`kafka_driver::front`], shared with
+//! `kafka-async-std`; this crate supplies only tokio's spawn, timer, resolver and sockets.
 //! Every protocol decision (routing, retries, deadlines, TLS, SASL) is in the core; the
 //! driver stops once every handle is dropped, closing its sockets.
+//!
+//! Memory stays bounded whatever the brokers do: bytes are pulled from the core only for
+//! sockets that can take them, a reader pauses while the driver's inbox is full, and
+//! reads are split off one buffer per socket (see `kafka_driver`).
+//!
+//! Connection failures are logged with `tracing` (feature `tracing`, on by default) and
+//! handed to [`Admin::on_notice`]'s hook.
 //!
 //! ```no_run
 //! use kafka_core::admin::NewTopic;
@@ -23,19 +31,17 @@
 //! }
 //! ```
 
-mod driver;
+mod runtime;
 
-use kafka_core::admin::{AdminError, RawRequest};
+use kafka_core::admin::AdminError;
 use kafka_core::client::{ClientError, Operation};
 use kafka_core::cluster::{Metadata, Route};
 use kafka_core::config::ClientConfig;
-use kafka_core::conn::RequestError;
 use kafka_core::protocol::Request;
+pub use kafka_driver::front::Call;
+use kafka_driver::front::{self, Handle as FrontHandle};
+pub use kafka_driver::{HubStats, Notice};
 use tokio::runtime::Handle;
-use tokio::sync::mpsc::UnboundedSender;
-use tokio::sync::oneshot;
-
-use driver::{Command, Driver};
 
 /// Why an [`Admin`] could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -51,18 +57,10 @@ pub enum Error {
 
 /// The async admin client: every admin operation as an `async` method with per-item
 /// results. Cheap to clone; all clones share one driver task and its connections, which
-/// stop when the last clone is dropped.
-#[derive(Clone)]
+/// stop when the last clone (and the last unfinished [`Call`]) is dropped.
+#[derive(Clone, Debug)]
 pub struct Admin {
-    commands: UnboundedSender<Command>,
-}
-
-impl std::fmt::Debug for Admin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Admin")
-            .field("driver_running", &!self.commands.is_closed())
-            .finish()
-    }
+    front: FrontHandle,
 }
 
 impl Admin {
@@ -76,64 +74,51 @@ impl Admin {
 
     /// Like [`Admin::new`], spawning the driver on the runtime behind `handle`.
     pub fn with_runtime(config: ClientConfig, handle: &Handle) -> Result<Admin, Error> {
-        let (driver, commands) = Driver::new(config)?;
-        handle.spawn(driver.run());
-        Ok(Admin { commands })
+        let front = front::start(runtime::Tokio(handle.clone()), config)?;
+        Ok(Admin { front })
     }
 
     /// Runs any admin operation, e.g. one built with non-default options:
     /// `admin.run(CreateTopics::new(topics).validate_only(true)).await`. Operations end
-    /// by their own deadline, so this returns even if no broker answers. Dropping the
-    /// future does not stop the operation: it runs to its deadline, its output unread.
-    pub async fn run<O, T>(&self, op: O) -> Result<T, AdminError>
+    /// by their own deadline, so this returns even if no broker answers. The [`Call`] is
+    /// `'static` and `Send` (spawn it as is); dropping it before it finishes cancels the
+    /// operation.
+    pub fn run<O, T>(&self, op: O) -> Call<Result<T, AdminError>>
     where
         O: Operation<Output = Result<T, AdminError>>,
     {
-        let (command, rx) = start(op);
-        self.submit(command);
-        rx.await.unwrap_or(Err(cancelled()))
+        self.front.run(op)
     }
 
     /// Sends one request to `route` and returns its response, resending after connection
-    /// failures until `default.api.timeout.ms` (see [`RawRequest`] for other limits).
-    pub async fn call<R>(&self, route: Route, request: R) -> Result<R::Response, AdminError>
+    /// failures until `default.api.timeout.ms` (see
+    /// [`RawRequest`](kafka_core::admin::RawRequest) for other limits).
+    pub fn call<R>(&self, route: Route, request: R) -> Call<Result<R::Response, AdminError>>
     where
         R: Request + Clone + Send + Sync + std::fmt::Debug + 'static,
         R::Response: Send + 'static,
     {
-        self.run(RawRequest::new(route, request)).await
+        self.front.call(route, request)
     }
 
     /// A snapshot of the cached cluster metadata.
     pub async fn metadata(&self) -> Result<Metadata, AdminError> {
-        let (tx, rx) = oneshot::channel();
-        self.submit(Box::new(move |client, _| {
-            let _ = tx.send(client.metadata().clone());
-        }));
-        rx.await.map_err(|_| cancelled())
+        self.front.metadata().await
     }
 
-    /// Hands `command` to the driver; if the driver is gone it is dropped, and so is
-    /// the oneshot sender inside it, which the caller reports as cancelled.
-    fn submit(&self, command: Command) {
-        let _ = self.commands.send(command);
+    /// Sets the hook that receives [`Notice`]s: every broker connection failure (node and
+    /// cause) and metadata update. It runs on the driver task: keep it short and
+    /// non-blocking (e.g. `try_send` into a channel of your choice). Replaces any earlier
+    /// hook; notices before the first hook are only logged.
+    pub fn on_notice(&self, hook: impl Fn(&Notice) + Send + Sync + 'static) {
+        self.front.on_notice(hook);
+    }
+
+    /// The driver's outbound counters (bytes waiting for sockets, the most one socket has
+    /// held).
+    pub async fn stats(&self) -> Result<HubStats, AdminError> {
+        self.front.stats().await
     }
 
     kafka_core::admin_methods!(async run);
-}
-
-/// The command that starts `op`, and where its output will arrive. Generic over the
-/// operation alone, so the output's `Send + 'static` comes from [`Operation`].
-fn start<O: Operation>(op: O) -> (Command, oneshot::Receiver<O::Output>) {
-    let (tx, rx) = oneshot::channel();
-    let command: Command = Box::new(move |client, now| {
-        client.start_op_then(now, op, move |out| {
-            let _ = tx.send(out);
-        });
-    });
-    (command, rx)
-}
-
-fn cancelled() -> AdminError {
-    AdminError::Request(RequestError::Cancelled)
 }

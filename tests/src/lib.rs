@@ -3,6 +3,7 @@
 //! used until the sans-IO connection core and its blocking adapter exist.
 
 pub mod admin_suite;
+pub mod fake_broker;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

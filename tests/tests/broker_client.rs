@@ -104,15 +104,18 @@ fn plaintext_metadata_create_topics_and_leader_routing() {
             break offsets;
         }
         assert!(code.is_retriable() && Instant::now() < deadline, "{code}");
-        c.core_mut().invalidate_leader(Instant::now(), &topic, 2);
+        let t = topic.clone();
+        c.with_core(move |core| core.invalidate_leader(Instant::now(), &t, 2))
+            .expect("driver");
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(offsets.topics[0].partitions[0].offset, 0);
     assert_eq!(
-        c.core()
-            .metadata()
-            .topic(&topic)
-            .map(|t| t.partitions.len()),
+        {
+            let t = topic.clone();
+            c.with_core(move |core| core.metadata().topic(&t).map(|t| t.partitions.len()))
+                .expect("driver")
+        },
         Some(3)
     );
 }
@@ -148,7 +151,7 @@ fn wrong_password_fails_fast_with_the_brokers_message() {
     ] {
         let mut pairs = sasl("KAFKA_SASL_BOOTSTRAP", "SASL_PLAINTEXT", mechanism, user);
         pairs[4].1 = "not-the-password".into();
-        let mut c = client(&pairs);
+        let c = client(&pairs);
         let start = Instant::now();
         let err = c.call(Route::Any, MetadataRequest::default()).unwrap_err();
         assert!(
@@ -193,9 +196,7 @@ fn ssl_material_from_location_files() {
         ])
         .expect("config"),
     );
-    let err = missing
-        .err()
-        .expect("a missing CA file fails at construction");
+    let err = missing.expect_err("a missing CA file fails at construction");
     assert!(err.to_string().contains("ssl.ca.location"), "{err}");
 }
 
@@ -235,7 +236,7 @@ fn certificate_for_the_wrong_host_is_rejected() {
     let Some(_) = broker_or_skip("certificate_for_the_wrong_host_is_rejected") else {
         return;
     };
-    let mut c = client(&[
+    let c = client(&[
         ("bootstrap.servers", var("KAFKA_SSL_WRONG_HOST_BOOTSTRAP")),
         ("security.protocol", "SSL".into()),
         ("ssl.ca.pem", pem("KAFKA_SSL_CA_PEM")),
@@ -254,7 +255,7 @@ fn plaintext_client_on_the_tls_port_gets_a_typed_error() {
     let Some(_) = broker_or_skip("plaintext_client_on_the_tls_port_gets_a_typed_error") else {
         return;
     };
-    let mut c = client(&[
+    let c = client(&[
         ("bootstrap.servers", var("KAFKA_SSL_BOOTSTRAP")),
         ("retries", "0".into()),
     ]);
@@ -273,7 +274,7 @@ fn group_coordinator_route_finds_the_coordinator() {
     let Some(_) = broker_or_skip("group_coordinator_route_finds_the_coordinator") else {
         return;
     };
-    let mut c = client(&[("bootstrap.servers", var("KAFKA_BOOTSTRAP_SERVERS"))]);
+    let c = client(&[("bootstrap.servers", var("KAFKA_BOOTSTRAP_SERVERS"))]);
     let group = format!("kafka-rs-group-{}", std::process::id());
     // Right after the broker starts, the group's coordinator may still be loading:
     // NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS inside the response; look up again.
@@ -290,7 +291,9 @@ fn group_coordinator_route_finds_the_coordinator() {
         assert_eq!(resp.groups[0].group_id, group);
         let code = KafkaCode(resp.groups[0].error_code);
         if code.is_retriable() && Instant::now() < deadline {
-            c.core_mut().invalidate_coordinator(&group);
+            let g = group.clone();
+            c.with_core(move |core| core.invalidate_coordinator(&g))
+                .expect("driver");
             std::thread::sleep(Duration::from_millis(200));
             continue;
         }

@@ -24,6 +24,13 @@ fn rig(args: &[&str]) {
     assert!(status.success(), "rig {args:?} failed");
 }
 
+/// The cached leader of partition 0 of `topic`.
+fn leader(c: &BlockingClient, topic: &str) -> Option<i32> {
+    let t = topic.to_string();
+    c.with_core(move |core| core.metadata().leader(&t, 0))
+        .expect("driver")
+}
+
 fn leader_of(c: &mut BlockingClient, topic: &str) -> Option<i32> {
     let req = MetadataRequest {
         topics: Some(vec![MetadataRequestTopic {
@@ -100,13 +107,15 @@ fn routing_follows_the_leader_after_it_is_killed() {
             .expect("list offsets on the leader");
         let code = KafkaCode(first.topics[0].partitions[0].error_code);
         if code == KafkaCode::NONE {
-            break c.core().metadata().leader(&topic, 0).unwrap_or(old);
+            break leader(&c, &topic).unwrap_or(old);
         }
         assert!(
             code.is_retriable() && Instant::now() < ready,
             "partition never became ready: {code}"
         );
-        c.core_mut().invalidate_leader(Instant::now(), &topic, 0);
+        let t = topic.clone();
+        c.with_core(move |core| core.invalidate_leader(Instant::now(), &t, 0))
+            .expect("driver");
         std::thread::sleep(Duration::from_millis(200));
     };
 
@@ -119,11 +128,11 @@ fn routing_follows_the_leader_after_it_is_killed() {
             outcome
                 .as_ref()
                 .map(|r| r.topics[0].partitions[0].error_code),
-            c.core().metadata().leader(&topic, 0)
+            leader(&c, &topic)
         );
         match outcome {
             Ok(r) if r.topics[0].partitions[0].error_code == 0 => {
-                let leader = c.core().metadata().leader(&topic, 0);
+                let leader = leader(&c, &topic);
                 if leader.is_some_and(|l| l != old) {
                     break leader.unwrap();
                 }
@@ -132,7 +141,9 @@ fn routing_follows_the_leader_after_it_is_killed() {
                 // NOT_LEADER_OR_FOLLOWER and friends: forget the leader and look again.
                 let code = KafkaCode(r.topics[0].partitions[0].error_code);
                 assert!(code.is_retriable(), "unexpected {code}");
-                c.core_mut().invalidate_leader(Instant::now(), &topic, 0);
+                let t = topic.clone();
+                c.with_core(move |core| core.invalidate_leader(Instant::now(), &t, 0))
+                    .expect("driver");
             }
             Err(_) => {}
         }

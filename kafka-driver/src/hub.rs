@@ -1,0 +1,296 @@
+//! [`Hub`]: the core, one [`Outlet`] per socket, and the one drain loop every adapter runs.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use kafka_core::client::{Client, ConnId, Event, IoCommand};
+use kafka_core::conn::ConnError;
+
+use crate::wall_clock;
+
+/// What a socket's task (or thread, or readiness handler) tells its driver.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SocketReport {
+    /// The socket connected.
+    Connected(ConnId),
+    /// Bytes arrived (a part of the socket's [`ReadBuf`](crate::ReadBuf), not a copy).
+    Data(ConnId, Bytes),
+    /// The socket drained bytes after its outlet had said it was full: pull again.
+    Writable(ConnId),
+    /// The socket failed to connect or closed, and why.
+    Closed(ConnId, String),
+}
+
+/// Where the bytes for one socket go: a pipe to the socket's task or thread, or the
+/// socket itself. The drain loop pulls from the core only while the outlet is
+/// [`writable`](Outlet::writable), so a socket that cannot take bytes leaves them in the
+/// core (per-broker back-pressure) instead of in an adapter queue.
+pub trait Outlet {
+    /// Whether the socket can take more bytes now. An outlet that answers `false` must
+    /// make its adapter report [`SocketReport::Writable`] (or otherwise drain again) once
+    /// it can.
+    fn writable(&mut self) -> bool;
+
+    /// Hands over bytes to write (only called while writable); `Err` (with why) when the
+    /// socket is gone.
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String>;
+
+    /// Bytes handed over and not yet written (for [`HubStats`] and tests).
+    fn queued(&self) -> usize;
+
+    /// Called when the core closes the socket, before the outlet is dropped.
+    fn close(&mut self) {}
+}
+
+/// What an adapter tells its user about the client as a whole (operation outputs never
+/// go this way: they go to the operation's caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Notice {
+    /// A connection to a broker failed; the core backs off and retries.
+    ConnectionFailed {
+        /// The broker's node id (negative for bootstrap servers).
+        node: i32,
+        /// Why.
+        error: ConnError,
+    },
+    /// The cached cluster metadata changed.
+    MetadataUpdated,
+}
+
+/// A user's hook for [`Notice`]s. It runs on the adapter's driver (task or thread), so
+/// it must be quick and must not block: forward to a channel of your choice.
+pub type OnNotice = Arc<dyn Fn(&Notice) + Send + Sync>;
+
+/// Counters of the hub's outbound side (for tests and monitoring).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HubStats {
+    /// Sockets with an outlet now.
+    pub sockets: usize,
+    /// Bytes queued in all outlets now.
+    pub queued: usize,
+    /// The most bytes one outlet has held at once since the hub was made. The drain loop
+    /// keeps it at most [`OUTBOUND_HIGH_WATER`](crate::OUTBOUND_HIGH_WATER) (for pipes;
+    /// what the outlet calls full) plus one transmit.
+    pub peak_queued_per_socket: usize,
+    /// The largest single `poll_transmit` handed to an outlet (the core's batch: at most
+    /// `max.in.flight.requests.per.connection` requests).
+    pub largest_transmit: usize,
+}
+
+/// The core and the outlets of its sockets.
+pub struct Hub<O> {
+    /// The sans-IO client.
+    pub core: Client,
+    sockets: HashMap<ConnId, O>,
+    /// Core events kept for [`Hub::poll_event`] (only with [`Hub::keep_events`]).
+    events: VecDeque<Event>,
+    keep_events: bool,
+    on_notice: Option<OnNotice>,
+    peak_queued: usize,
+    largest_transmit: usize,
+}
+
+impl<O: Outlet> Hub<O> {
+    /// A hub around `core`, with no sockets yet.
+    pub fn new(core: Client) -> Self {
+        Hub {
+            core,
+            sockets: HashMap::new(),
+            events: VecDeque::new(),
+            keep_events: false,
+            on_notice: None,
+            peak_queued: 0,
+            largest_transmit: 0,
+        }
+    }
+
+    /// Keeps every core event for [`Hub::poll_event`] (for adapters whose user reads
+    /// events, as the mio driver's does); otherwise events become [`Notice`]s and logs.
+    pub fn keep_events(&mut self, keep: bool) {
+        self.keep_events = keep;
+    }
+
+    /// Sets (or clears) the hook that receives [`Notice`]s.
+    pub fn on_notice(&mut self, hook: Option<OnNotice>) {
+        self.on_notice = hook;
+    }
+
+    /// Drains the core until it has nothing more to do right now: opens sockets with
+    /// `open` (the new socket's outlet, or why it could not be opened), closes the ones
+    /// the core is done with, hands pending bytes to every *writable* outlet, and routes
+    /// events (logs, the [`Notice`] hook, and the event queue if kept).
+    pub fn flush(&mut self, mut open: impl FnMut(ConnId, String, u16) -> Result<O, String>) {
+        loop {
+            let mut progressed = false;
+            self.core.handle_wall_clock(wall_clock());
+            while let Some(cmd) = self.core.poll_io() {
+                progressed = true;
+                match cmd {
+                    IoCommand::Connect { conn, host, port } => match open(conn, host, port) {
+                        Ok(outlet) => {
+                            self.sockets.insert(conn, outlet);
+                        }
+                        Err(cause) => self.core.handle_closed(Instant::now(), conn, &cause),
+                    },
+                    IoCommand::Close { conn } => self.close(conn),
+                    _ => {}
+                }
+            }
+            let now = Instant::now();
+            let conns: Vec<ConnId> = self.core.connections().collect();
+            for conn in conns {
+                if let Some(outlet) = self.sockets.get_mut(&conn) {
+                    if !outlet.writable() {
+                        continue;
+                    }
+                }
+                let mut buf = Vec::new();
+                if self.core.poll_transmit(now, conn, &mut buf) == 0 {
+                    continue;
+                }
+                progressed = true;
+                self.largest_transmit = self.largest_transmit.max(buf.len());
+                let sent = match self.sockets.get_mut(&conn) {
+                    Some(outlet) => outlet.send(buf).map(|()| outlet.queued()),
+                    None => Err("socket gone".into()),
+                };
+                match sent {
+                    Ok(queued) => self.peak_queued = self.peak_queued.max(queued),
+                    Err(cause) => {
+                        self.close(conn);
+                        self.core.handle_closed(now, conn, &cause);
+                    }
+                }
+            }
+            while let Some(event) = self.core.poll_event() {
+                self.route_event(event);
+            }
+            if !progressed && !self.core.poll_io_pending() {
+                return;
+            }
+        }
+    }
+
+    /// Applies what a socket reported (the caller drains with [`Hub::flush`] after).
+    pub fn report(&mut self, report: SocketReport) {
+        match report {
+            SocketReport::Connected(conn) => self.connected(conn),
+            SocketReport::Data(conn, data) => self.received(conn, &data),
+            SocketReport::Writable(_) => {}
+            SocketReport::Closed(conn, cause) => self.closed(conn, &cause),
+        }
+    }
+
+    /// The socket of `conn` connected: tells the core the wall clock (certificate
+    /// validity), then the connection.
+    pub fn connected(&mut self, conn: ConnId) {
+        self.core.handle_wall_clock(wall_clock());
+        self.core.handle_connected(Instant::now(), conn);
+    }
+
+    /// Bytes arrived on `conn`.
+    pub fn received(&mut self, conn: ConnId, data: &[u8]) {
+        self.core.handle_received(Instant::now(), conn, data);
+    }
+
+    /// The socket of `conn` failed or closed: drops its outlet and tells the core.
+    pub fn closed(&mut self, conn: ConnId, cause: &str) {
+        self.sockets.remove(&conn);
+        self.core.handle_closed(Instant::now(), conn, cause);
+    }
+
+    /// The next core event, if [`Hub::keep_events`] is on.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The outlet of `conn`.
+    pub fn outlet(&self, conn: ConnId) -> Option<&O> {
+        self.sockets.get(&conn)
+    }
+
+    /// The outlet of `conn`, to change.
+    pub fn outlet_mut(&mut self, conn: ConnId) -> Option<&mut O> {
+        self.sockets.get_mut(&conn)
+    }
+
+    /// Takes the outlet of `conn` out of the hub (e.g. to replace a socket whose
+    /// connect failed with one to the host's next address).
+    pub fn take_outlet(&mut self, conn: ConnId) -> Option<O> {
+        self.sockets.remove(&conn)
+    }
+
+    /// Puts an outlet for `conn` (back) into the hub.
+    pub fn insert_outlet(&mut self, conn: ConnId, outlet: O) {
+        self.sockets.insert(conn, outlet);
+    }
+
+    /// Every socket and its outlet.
+    pub fn outlets(&self) -> impl Iterator<Item = (ConnId, &O)> + '_ {
+        self.sockets.iter().map(|(c, o)| (*c, o))
+    }
+
+    /// The outbound counters.
+    pub fn stats(&self) -> HubStats {
+        HubStats {
+            sockets: self.sockets.len(),
+            queued: self.sockets.values().map(Outlet::queued).sum(),
+            peak_queued_per_socket: self.peak_queued,
+            largest_transmit: self.largest_transmit,
+        }
+    }
+
+    /// Closes every socket (on shutdown).
+    pub fn close_all(&mut self) {
+        for (_, mut outlet) in self.sockets.drain() {
+            outlet.close();
+        }
+    }
+
+    fn close(&mut self, conn: ConnId) {
+        if let Some(mut outlet) = self.sockets.remove(&conn) {
+            outlet.close();
+        }
+    }
+
+    fn route_event(&mut self, event: Event) {
+        crate::answer_token_request(&mut self.core, &event);
+        let notice = match &event {
+            Event::ConnectionFailed { node, error } => {
+                #[cfg(feature = "tracing")]
+                tracing::warn!(node = *node, cause = %error, "kafka broker connection failed");
+                Some(Notice::ConnectionFailed {
+                    node: *node,
+                    error: error.clone(),
+                })
+            }
+            Event::MetadataUpdated => {
+                #[cfg(feature = "tracing")]
+                tracing::debug!("kafka cluster metadata updated");
+                Some(Notice::MetadataUpdated)
+            }
+            _ => None,
+        };
+        if let (Some(notice), Some(hook)) = (notice, &self.on_notice) {
+            hook(&notice);
+        }
+        if self.keep_events {
+            self.events.push_back(event);
+        }
+    }
+}
+
+impl<O> std::fmt::Debug for Hub<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("core", &self.core)
+            .field("sockets", &self.sockets.len())
+            .field("events", &self.events.len())
+            .finish_non_exhaustive()
+    }
+}
