@@ -292,6 +292,9 @@ pub struct Handle {
     commands: Sender<Command>,
 }
 
+/// The id of an operation once the driver started it (set by the start command).
+type StartedOp = Arc<Mutex<Option<OpRef>>>;
+
 impl Handle {
     /// Starts `op` on the driver; the returned future is `'static` and `Send` (spawn it
     /// as is). Dropping it before it finishes cancels the operation in the core.
@@ -301,7 +304,7 @@ impl Handle {
         O::Output: Cancelled,
     {
         let (tx, rx) = chan::channel(1);
-        let raw: Arc<Mutex<Option<OpRef>>> = Arc::new(Mutex::new(None));
+        let raw: StartedOp = Arc::new(Mutex::new(None));
         let started = raw.clone();
         let command: Command = Box::new(move |hub, now| {
             let id = hub.core.start_op_then(now, op, move |out| {
@@ -392,7 +395,7 @@ impl<T> Cancelled for Result<T, AdminError> {
 pub struct Call<T> {
     rx: Receiver<T>,
     /// Where to send the cancellation, and the operation's raw id once started.
-    cancel: Option<(Sender<Command>, Arc<Mutex<Option<OpRef>>>)>,
+    cancel: Option<(Sender<Command>, StartedOp)>,
 }
 
 impl<T: Cancelled> Future for Call<T> {
