@@ -4,15 +4,16 @@
 //! Layout: [`header`](BatchHeader) (the 61-byte v2 header and attributes), `record`
 //! (one record, zero-copy decode and encode), `batch` ([`RecordBatch`]: CRC check,
 //! lazy decompression, [`Records`] iterator), `encode` ([`BatchEncoder`]), `control`
-//! ([`ControlRecord`]), `legacy` ([`LegacyBatch`]), `set` ([`Batches`] over a fetched
+//! ([`ControlRecord`]), `legacy` ([`LegacyBatch`], [`LegacyRecords`]), `set` ([`Batches`] over a fetched
 //! record set), [`compression`] (one file per codec), [`fuzz`] (entry points for the
 //! fuzz targets and their corpus replay).
 //!
 //! Invariants:
 //! - Decoding never panics and never allocates from a wire count or a claimed size:
 //!   lengths and varints are checked against the remaining bytes, records are
-//!   iterated, not collected, and decompression stops at
-//!   [`DecodeOptions::max_decompressed_bytes`].
+//!   iterated, not collected (legacy wrappers' inner messages too), and decompression
+//!   stops at [`DecodeOptions::max_decompressed_bytes`] with the output buffer's
+//!   capacity never grown past that cap.
 //! - The CRC is verified in [`RecordBatch::decode`], before anything is decompressed.
 //! - An uncompressed batch's keys, values and headers are slices of the input
 //!   [`Bytes`](bytes::Bytes); a compressed batch is decompressed once, on demand.
@@ -37,7 +38,7 @@ pub use control::{ControlRecord, ControlRecordType};
 pub use encode::{BatchEncoder, BatchOptions, EncodedBatch};
 pub use error::RecordError;
 pub use header::{BatchAttributes, BatchHeader, TimestampType, BATCH_HEADER_LEN, LOG_OVERHEAD};
-pub use legacy::LegacyBatch;
+pub use legacy::{LegacyBatch, LegacyRecords};
 pub use record::{Header, HeaderIter, Headers, NewHeader, NewRecord, Record};
 pub use set::{Batch, Batches};
 
