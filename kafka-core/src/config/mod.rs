@@ -110,7 +110,12 @@ impl ClientConfig {
                 .map(Some)
                 .map_err(|_| ConfigError::invalid(key, &shown, false, "not UTF-8 PEM text".into()))
         };
+        let ca_path = ssl.ca_location.clone();
         if let Some(pem) = load("ssl.ca.location", ssl.ca_location.take())? {
+            ssl::ca_without_key(&pem).map_err(|why| {
+                let shown = ca_path.as_deref().map(|p| p.display().to_string());
+                ConfigError::invalid("ssl.ca.location", &shown.unwrap_or_default(), false, why)
+            })?;
             ssl.ca_pem = Some(pem);
         }
         if let Some(pem) = load("ssl.certificate.location", ssl.certificate_location.take())? {

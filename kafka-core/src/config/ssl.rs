@@ -9,8 +9,10 @@ use super::parse;
 use super::{ClientConfigBuilder, ConfigError, KeyInfo};
 use crate::secret::Secret;
 
-/// TLS settings, used when [`SecurityProtocol::uses_tls`]. `Debug` does not show the
-/// private key or its password.
+/// TLS settings, used when [`SecurityProtocol::uses_tls`]. `Debug` shows no PEM
+/// contents at all (only sizes and block labels, so a private key pasted into
+/// `ca_pem` or a combined certificate-and-key PEM in `certificate_pem` stays hidden),
+/// and neither the private key nor its password.
 ///
 /// With no CA set, the adapter supplies the system roots. Each PEM source may
 /// be given as a file (`*.location`) or inline (`*.pem`), not both. A client certificate
@@ -18,16 +20,18 @@ use crate::secret::Secret;
 /// the protocol does not use TLS, although the settings are then ignored.
 ///
 /// [`SecurityProtocol::uses_tls`]: super::SecurityProtocol::uses_tls
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SslConfig {
     /// `ssl.ca.location`: PEM file of trusted CA certificates.
     pub ca_location: Option<PathBuf>,
-    /// `ssl.ca.pem`: trusted CA certificates as inline PEM (librdkafka's key).
+    /// `ssl.ca.pem`: trusted CA certificates as inline PEM (librdkafka's key). A private
+    /// key block in it is refused.
     pub ca_pem: Option<String>,
     /// `ssl.certificate.location`: PEM file of the client certificate chain.
     pub certificate_location: Option<PathBuf>,
-    /// `ssl.certificate.pem`: the client certificate chain as inline PEM.
+    /// `ssl.certificate.pem`: the client certificate chain as inline PEM. Other blocks
+    /// (a combined certificate-and-key file, say) are ignored by the TLS layer.
     pub certificate_pem: Option<String>,
     /// `ssl.key.location`: PEM file of the client private key.
     pub key_location: Option<PathBuf>,
@@ -102,12 +106,49 @@ impl SslConfig {
                     .map_err(|why| ConfigError::invalid(key, pem, false, why))?;
             }
         }
+        if let Some(pem) = &self.ca_pem {
+            ca_without_key(pem)
+                .map_err(|why| ConfigError::invalid("ssl.ca.pem", pem, false, why))?;
+        }
         if let Some(key) = &self.key_pem {
             parse::pem(key.expose(), "PRIVATE KEY")
                 .map_err(|why| ConfigError::invalid("ssl.key.pem", "", true, why))?;
         }
         Ok(())
     }
+}
+
+impl std::fmt::Debug for SslConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pem = |p: &Option<String>| p.as_deref().map(parse::pem_summary);
+        f.debug_struct("SslConfig")
+            .field("ca_location", &self.ca_location)
+            .field("ca_pem", &pem(&self.ca_pem))
+            .field("certificate_location", &self.certificate_location)
+            .field("certificate_pem", &pem(&self.certificate_pem))
+            .field("key_location", &self.key_location)
+            .field("key_pem", &self.key_pem)
+            .field("key_password", &self.key_password)
+            .field("endpoint_identification", &self.endpoint_identification)
+            .field(
+                "danger_accept_invalid_certs",
+                &self.danger_accept_invalid_certs,
+            )
+            .finish()
+    }
+}
+
+/// CA certificates are public: a private key among them is a pasting mistake, refused
+/// before it travels any further.
+pub(super) fn ca_without_key(pem: &str) -> Result<(), String> {
+    if parse::has_private_key(pem) {
+        return Err(
+            "holds a private key block; CA certificates need none (the client key \
+                    belongs in `ssl.key.pem` or `ssl.key.location`)"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// `ssl.endpoint.identification.algorithm`: host name verification of the broker.
@@ -207,10 +248,12 @@ pub(super) const KEYS: &[KeyInfo] = &[
     KeyInfo {
         name: "ssl.ca.pem",
         default: None,
-        doc: "Trusted CA certificates as inline PEM.",
+        doc: "Trusted CA certificates as inline PEM (a private key in it is refused).",
         secret: false,
         apply: |b, v| {
-            b.security.ssl.ca_pem = Some(parse::pem(v, "CERTIFICATE")?);
+            let pem = parse::pem(v, "CERTIFICATE")?;
+            ca_without_key(&pem)?;
+            b.security.ssl.ca_pem = Some(pem);
             Ok(())
         },
     },

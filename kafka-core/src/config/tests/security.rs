@@ -181,3 +181,76 @@ fn ssl_files_are_loaded_through_the_adapters_reader_and_errors_name_the_key() {
         .unwrap_err();
     assert!(err.to_string().contains("ssl.ca.location"), "{err}");
 }
+
+/// A private key pasted into a certificate setting, or a combined certificate-and-key
+/// PEM, is never echoed: not by `Debug` of the builder or the config, not by any error.
+#[test]
+fn a_private_key_in_a_certificate_setting_is_never_echoed() {
+    let combined = format!("{CERT}{KEY}");
+    let one_line: String = combined.lines().collect();
+    let leaks = |text: &str| text.contains("TOPSECRETKEY");
+
+    // Accepted: a combined PEM as the client chain (only its certificates are used).
+    for chain in [combined.as_str(), one_line.as_str()] {
+        let mut b = base();
+        b.security_protocol(SecurityProtocol::Ssl)
+            .ssl_ca_pem(CERT)
+            .ssl_client_cert_pem(chain, KEY);
+        let built = b.build().unwrap();
+        let mut pairs = base();
+        pairs
+            .set("ssl.certificate.pem", chain)
+            .and_then(|p| p.set("ssl.key.pem", KEY))
+            .unwrap();
+        for text in [
+            format!("{b:?}"),
+            format!("{b:#?}"),
+            format!("{built:?}"),
+            format!("{:?}", built.security()),
+            format!("{pairs:?}"),
+        ] {
+            assert!(!leaks(&text), "{text}");
+            assert!(text.contains("PEM: CERTIFICATE"), "{text}");
+        }
+    }
+
+    // Refused without echoing: a key where CA certificates go (alone, combined, or on
+    // one line) and a key alone as the client chain.
+    let refused = [
+        ("ssl.ca.pem", KEY),
+        ("ssl.ca.pem", combined.as_str()),
+        ("ssl.ca.pem", one_line.as_str()),
+        ("ssl.certificate.pem", KEY),
+    ];
+    for (key, value) in refused {
+        let err = base().set(key, value).unwrap_err();
+        for text in [err.to_string(), format!("{err:?}")] {
+            assert!(!leaks(&text), "{key}: {text}");
+            assert!(text.contains(key), "{text}");
+        }
+    }
+    // The same through the typed builder, checked by `build`.
+    for err in [
+        base().ssl_ca_pem(KEY).build().unwrap_err(),
+        base().ssl_ca_pem(combined.as_str()).build().unwrap_err(),
+        base().ssl_client_cert_pem(KEY, KEY).build().unwrap_err(),
+    ] {
+        for text in [err.to_string(), format!("{err:?}")] {
+            assert!(!leaks(&text), "{text}");
+            assert!(text.contains("ssl.ca.pem") || text.contains("ssl.certificate.pem"));
+        }
+    }
+    let err = base().ssl_ca_pem(combined.as_str()).build().unwrap_err();
+    assert!(err.to_string().contains("private key"), "{err}");
+    // And from a CA file that holds a key: the error names the key and the path only.
+    let config = ClientConfig::from_pairs([
+        ("bootstrap.servers", "b:9093"),
+        ("ssl.ca.location", "/certs/ca.pem"),
+    ])
+    .unwrap();
+    let err = config
+        .with_ssl_files_loaded(|_| Ok(combined.clone().into_bytes()))
+        .unwrap_err();
+    let text = format!("{err} {err:?}");
+    assert!(!leaks(&text) && text.contains("ssl.ca.location") && text.contains("/certs/ca.pem"));
+}
