@@ -3,7 +3,9 @@
 /// A configuration key, value or combination was rejected.
 ///
 /// Values of secret keys (passwords, private keys) never appear in an error: they are
-/// replaced by `***`.
+/// replaced by `***`. Nor does any value that looks like PEM text, whatever the key:
+/// it is shown as its size and block labels (`<812 bytes of PEM: CERTIFICATE, PRIVATE
+/// KEY>`), so a private key pasted into a certificate setting is not echoed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
@@ -21,7 +23,7 @@ pub enum ConfigError {
     InvalidValue {
         /// The key (or, for settings only the typed builder offers, the setter's name).
         key: String,
-        /// The value as given, or `***` for secret keys.
+        /// The value as given; `***` for secret keys; a summary for PEM text.
         value: String,
         /// Why the value was rejected.
         reason: String,
@@ -48,6 +50,8 @@ impl ConfigError {
             key: key.to_owned(),
             value: if secret {
                 "***".into()
+            } else if super::parse::looks_like_pem(value) {
+                super::parse::pem_summary(value)
             } else {
                 value.to_owned()
             },

@@ -92,7 +92,9 @@ impl ClientConfig {
 
     /// Replaces the `ssl.*.location` files with their contents (`ssl.*.pem`), read with
     /// `read` — the adapter's file access, since the core opens no files. A file that
-    /// cannot be read or is not UTF-8 is a [`ConfigError`] naming the key.
+    /// cannot be read or is not UTF-8 is a [`ConfigError`] naming the key; so is a CA
+    /// file holding a private key. An encrypted key file is decrypted with
+    /// `ssl.key.password` (see [`SslConfig::key_password`]).
     pub fn with_ssl_files_loaded(
         mut self,
         mut read: impl FnMut(&std::path::Path) -> std::io::Result<Vec<u8>>,
@@ -110,14 +112,21 @@ impl ClientConfig {
                 .map(Some)
                 .map_err(|_| ConfigError::invalid(key, &shown, false, "not UTF-8 PEM text".into()))
         };
+        let ca_path = ssl.ca_location.clone();
         if let Some(pem) = load("ssl.ca.location", ssl.ca_location.take())? {
+            ssl::ca_without_key(&pem).map_err(|why| {
+                let shown = ca_path.as_deref().map(|p| p.display().to_string());
+                ConfigError::invalid("ssl.ca.location", &shown.unwrap_or_default(), false, why)
+            })?;
             ssl.ca_pem = Some(pem);
         }
         if let Some(pem) = load("ssl.certificate.location", ssl.certificate_location.take())? {
             ssl.certificate_pem = Some(pem);
         }
         if let Some(pem) = load("ssl.key.location", ssl.key_location.take())? {
-            ssl.key_pem = Some(crate::secret::Secret::new(pem));
+            let key = crate::secret::Secret::new(pem);
+            let plain = ssl::decrypt_key(&key, ssl.key_password.as_ref(), "ssl.key.location")?;
+            ssl.key_pem = Some(plain.unwrap_or(key));
         }
         Ok(self)
     }
@@ -199,10 +208,9 @@ impl ClientConfigBuilder {
         common.bootstrap_servers = servers;
         common.validate()?;
         self.security.validate()?;
-        Ok(ClientConfig {
-            common,
-            security: self.security.clone(),
-        })
+        let mut security = self.security.clone();
+        security.ssl.apply_key_password()?;
+        Ok(ClientConfig { common, security })
     }
 }
 

@@ -83,6 +83,53 @@ pub(crate) fn pem(value: &str, want: &str) -> Result<String, String> {
     }
 }
 
+/// The labels of the `-----BEGIN <label>-----` blocks in `value`, in order. A label
+/// that is not the short upper-case text PEM labels are (say, base64 joined onto the
+/// BEGIN line) shows as `?`, so the result never carries key material.
+pub(crate) fn pem_labels(value: &str) -> Vec<&str> {
+    value
+        .split("-----BEGIN ")
+        .skip(1)
+        .map(|rest| match rest.split_once("-----") {
+            Some((label, _))
+                if label.len() <= 40
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ') =>
+            {
+                label
+            }
+            _ => "?",
+        })
+        .collect()
+}
+
+/// Whether `value` holds a private key block (`PRIVATE KEY`, `RSA PRIVATE KEY`,
+/// `ENCRYPTED PRIVATE KEY`, ...), judged by its BEGIN lines.
+pub(crate) fn has_private_key(value: &str) -> bool {
+    value.split("-----BEGIN ").skip(1).any(|rest| {
+        rest.split("-----")
+            .next()
+            .is_some_and(|l| l.contains("PRIVATE KEY"))
+    })
+}
+
+/// How PEM text is shown in `Debug` and errors: its size and block labels, never its
+/// contents (a private key pasted into a certificate setting must not be echoed).
+pub(crate) fn pem_summary(value: &str) -> String {
+    let labels = pem_labels(value);
+    if labels.is_empty() {
+        format!("<{} bytes, no PEM block>", value.len())
+    } else {
+        format!("<{} bytes of PEM: {}>", value.len(), labels.join(", "))
+    }
+}
+
+/// Whether a value looks like PEM text (then errors show [`pem_summary`] instead).
+pub(crate) fn looks_like_pem(value: &str) -> bool {
+    value.contains("-----BEGIN")
+}
+
 /// A password: anything but NUL (SASL/PLAIN uses NUL as its field separator).
 pub(crate) fn password(value: &str) -> Result<String, String> {
     if value.contains('\0') {

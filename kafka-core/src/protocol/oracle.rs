@@ -14,8 +14,72 @@ pub trait OracleExt: Sized {
     fn sample(rng: &mut SampleRng, version: i16) -> Self;
 }
 
-pub(crate) fn json_f64(v: f64) -> Value {
-    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+/// A `float64` as Kafka's JSON shows it: a JSON number when finite; otherwise the
+/// strings `"NaN"`, `"Infinity"` and `"-Infinity"`, which is what Jackson (Kafka's
+/// `*JsonConverter` builds a `DoubleNode`) writes by default for non-finite doubles
+/// (`JsonWriteFeature.WRITE_NAN_AS_STRINGS`). JSON has no number for them.
+pub fn json_f64(v: f64) -> Value {
+    match serde_json::Number::from_f64(v) {
+        Some(n) => Value::Number(n),
+        None if v.is_nan() => Value::String("NaN".into()),
+        None if v > 0.0 => Value::String("Infinity".into()),
+        None => Value::String("-Infinity".into()),
+    }
+}
+
+/// Whether two Kafka-JSON renderings are the same message: equal structure, and
+/// numbers equal by value (Kafka may write a double in any syntax that parses to the
+/// same value, `1.0E10` for `10000000000`). A non-finite double matches in either
+/// form Jackson writes it: the strings of [`json_f64`], or (when a line came from a
+/// lenient writer) a number that parsed to the same non-finite value. `NaN` equals
+/// `NaN`, as Java's `Double.compare` has it.
+pub fn json_matches(ours: &Value, kafka: &Value) -> bool {
+    match (ours, kafka) {
+        (Value::Number(a), Value::Number(b)) => {
+            match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
+                (Some(x), Some(y), _, _) => x == y,
+                (_, _, Some(x), Some(y)) => x == y,
+                _ => match (a.as_f64(), b.as_f64()) {
+                    (Some(x), Some(y)) => same_double(x, y),
+                    _ => false,
+                },
+            }
+        }
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::String(_), Value::Number(_)) | (Value::Number(_), Value::String(_)) => {
+            match (
+                non_finite(ours).or_else(|| ours.as_f64()),
+                non_finite(kafka).or_else(|| kafka.as_f64()),
+            ) {
+                (Some(x), Some(y)) if !x.is_finite() || !y.is_finite() => same_double(x, y),
+                _ => false,
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_matches(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(k, x)| b.get(k).is_some_and(|y| json_matches(x, y)))
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// The double a non-finite Kafka-JSON string stands for.
+fn non_finite(v: &Value) -> Option<f64> {
+    match v.as_str()? {
+        "NaN" => Some(f64::NAN),
+        "Infinity" => Some(f64::INFINITY),
+        "-Infinity" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+/// Java's `Double.compare(a, b) == 0`: `NaN` equals itself, `-0.0` differs from `0.0`.
+fn same_double(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
 }
 
 pub(crate) fn json_bytes(v: &Bytes) -> Value {
@@ -134,5 +198,71 @@ impl SampleRng {
             });
         }
         tags
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::messages::describe_client_quotas::response::{
+        DescribeClientQuotasResponse, EntryData, ValueData,
+    };
+
+    #[test]
+    fn non_finite_doubles_render_as_kafkas_json_does() {
+        assert_eq!(json_f64(f64::NAN), json!("NaN"));
+        assert_eq!(json_f64(f64::INFINITY), json!("Infinity"));
+        assert_eq!(json_f64(f64::NEG_INFINITY), json!("-Infinity"));
+        assert_eq!(json_f64(-1.5), json!(-1.5));
+
+        // A message holding them, against the JSON Kafka's converter writes for it.
+        let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e10, -0.0];
+        let response = DescribeClientQuotasResponse {
+            entries: Some(vec![EntryData {
+                values: values
+                    .iter()
+                    .map(|&value| ValueData {
+                        key: "k".into(),
+                        value,
+                        ..ValueData::default()
+                    })
+                    .collect(),
+                ..EntryData::default()
+            }]),
+            error_message: None,
+            ..DescribeClientQuotasResponse::default()
+        };
+        let ours = response.to_json(1);
+        let kafka: Value = serde_json::from_str(
+            r#"{"throttleTimeMs":0,"errorCode":0,"errorMessage":null,"entries":[{"entity":[],
+               "values":[{"key":"k","value":"NaN"},{"key":"k","value":"Infinity"},
+                         {"key":"k","value":"-Infinity"},{"key":"k","value":1.0E10},
+                         {"key":"k","value":-0.0}]}]}"#,
+        )
+        .unwrap();
+        assert!(json_matches(&ours, &kafka), "ours: {ours}\nkafka: {kafka}");
+    }
+
+    #[test]
+    fn json_matches_compares_values_not_spelling() {
+        assert!(json_matches(
+            &json!(1.0e10),
+            &serde_json::from_str("1.0E10").unwrap()
+        ));
+        assert!(json_matches(&json!("NaN"), &json!("NaN")));
+        assert!(json_matches(&json!(-0.0), &json!(-0.0)));
+        assert!(!json_matches(&json!(-0.0), &json!(0.0)));
+        assert!(!json_matches(&json!("NaN"), &json!("Infinity")));
+        assert!(!json_matches(&json!("NaN"), &json!(1.0)));
+        assert!(!json_matches(&json!("1"), &json!(1)));
+        assert!(!json_matches(&json!(1), &json!(2)));
+        assert!(!json_matches(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!json_matches(&json!([1, 2]), &json!([1])));
+        assert!(json_matches(
+            &json!({"a": [1, "x", null]}),
+            &json!({"a": [1, "x", null]})
+        ));
     }
 }

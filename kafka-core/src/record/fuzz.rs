@@ -49,9 +49,11 @@ pub fn record_set(data: &[u8], fix_crc: bool) -> usize {
                 }
             }
             Batch::Legacy(b) => {
-                if let Ok(records) = b.records() {
-                    n += records.len();
-                    records.iter().for_each(touch);
+                let Ok(records) = b.records() else { continue };
+                for r in records {
+                    let Ok(r) = r else { break };
+                    n += 1;
+                    touch(&r);
                 }
             }
         }

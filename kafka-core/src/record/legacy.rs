@@ -155,14 +155,25 @@ impl LegacyBatch {
         self.msg.offset
     }
 
-    /// The records: the message itself, or the wrapper's inner messages with absolute
-    /// offsets and (under LogAppendTime) the wrapper's timestamp. Headers are empty,
-    /// sequence is -1 and the timestamp is -1 in magic 0.
-    pub fn records(&self) -> Result<Vec<Record>, RecordError> {
+    /// Iterates the records: the message itself, or the wrapper's inner messages with
+    /// absolute offsets and (under LogAppendTime) the wrapper's timestamp. Headers are
+    /// empty, sequence is -1 and the timestamp is -1 in magic 0.
+    ///
+    /// A wrapper is decompressed here, into one buffer of at most
+    /// [`DecodeOptions::max_decompressed_bytes`]; its inner messages are then parsed one
+    /// at a time as the iterator advances, and each record's key and value are slices
+    /// of that buffer. Nothing is collected, so memory stays near the cap however many
+    /// messages the wrapper holds. Fails here if decompression fails or the inner
+    /// message set cannot be walked (a magic 1 wrapper needs its last inner offset
+    /// first); a malformed inner message is an error from the iterator, after which it
+    /// yields nothing more.
+    pub fn records(&self) -> Result<LegacyRecords, RecordError> {
         let codec = self.compression();
         let w = &self.msg;
         if codec == Compression::None {
-            return Ok(vec![to_record(w, w.offset, w.timestamp)]);
+            return Ok(LegacyRecords {
+                inner: Inner::Plain(Some(to_record(w, w.offset, w.timestamp))),
+            });
         }
         let compressed = w.value.as_deref().ok_or(RecordError::InvalidLength {
             what: "legacy wrapper value",
@@ -170,35 +181,111 @@ impl LegacyBatch {
         })?;
         let mut out = Vec::new();
         compression::decompress(codec, w.magic, compressed, self.max_decompressed, &mut out)?;
-        let inner = Bytes::from(out);
-        let mut msgs = Vec::new();
-        let mut pos = 0;
-        while pos < inner.len() {
-            // A partial trailing message inside a wrapper is corruption.
-            let (m, size) = parse_entry(&inner.slice(pos..), false)?;
-            if m.compression()? != Compression::None {
-                return Err(RecordError::NestedCompression);
-            }
-            msgs.push(m);
-            pos += size;
-        }
-        let base = match (w.magic, msgs.last()) {
-            (1, Some(last)) => w.offset.wrapping_sub(last.offset),
+        let data = Bytes::from(out);
+        // Magic 1 inner offsets are relative: the wrapper's offset is the last inner
+        // message's absolute offset (Java's `AbstractLegacyRecordBatch`).
+        let base = match (w.magic, last_inner_offset(&data)?) {
+            (1, Some(last)) => w.offset.wrapping_sub(last),
             _ => -1,
         };
         let log_append = w.timestamp_type() == Some(TimestampType::LogAppendTime);
-        Ok(msgs
-            .iter()
-            .map(|m| {
-                let offset = if base >= 0 {
-                    base.wrapping_add(m.offset)
-                } else {
-                    m.offset
-                };
-                let ts = if log_append { w.timestamp } else { m.timestamp };
-                to_record(m, offset, ts)
-            })
-            .collect())
+        Ok(LegacyRecords {
+            inner: Inner::Wrapped {
+                data,
+                pos: 0,
+                base,
+                wrapper_timestamp: log_append.then_some(w.timestamp),
+                failed: false,
+            },
+        })
+    }
+}
+
+/// The relative offset of the last message of an inner message set, walking only the
+/// offset and size fields (`None` for an empty set). A size that does not fit is
+/// corruption: a partial trailing message inside a wrapper is not a fetch cut.
+fn last_inner_offset(data: &[u8]) -> Result<Option<i64>, RecordError> {
+    let mut r = Reader::new(data);
+    let mut last = None;
+    while r.remaining() > 0 {
+        let offset = r.i64("legacy offset")?;
+        let size = r.i32("legacy message size")?;
+        if size < MESSAGE_OVERHEAD_V0 as i32 {
+            return Err(RecordError::InvalidLength {
+                what: "legacy message",
+                length: i64::from(size),
+            });
+        }
+        r.take(size as usize, "legacy message")?;
+        last = Some(offset);
+    }
+    Ok(last)
+}
+
+/// Iterator over a [`LegacyBatch`]'s records; see [`LegacyBatch::records`].
+///
+/// After the first error it yields nothing more.
+#[derive(Debug, Clone)]
+pub struct LegacyRecords {
+    inner: Inner,
+}
+
+#[derive(Debug, Clone)]
+enum Inner {
+    /// A plain message: its one record, until taken.
+    Plain(Option<Record>),
+    /// A compressed wrapper's decompressed inner message set.
+    Wrapped {
+        data: Bytes,
+        pos: usize,
+        /// Added to each inner offset (magic 1); -1 when offsets are absolute.
+        base: i64,
+        /// The wrapper's timestamp when it uses LogAppendTime.
+        wrapper_timestamp: Option<i64>,
+        failed: bool,
+    },
+}
+
+impl Iterator for LegacyRecords {
+    type Item = Result<Record, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            Inner::Plain(record) => record.take().map(Ok),
+            Inner::Wrapped {
+                data,
+                pos,
+                base,
+                wrapper_timestamp,
+                failed,
+            } => {
+                if *failed || *pos == data.len() {
+                    return None;
+                }
+                let parsed = parse_entry(&data.slice(*pos..), false).and_then(|(m, size)| {
+                    if m.compression()? != Compression::None {
+                        return Err(RecordError::NestedCompression);
+                    }
+                    Ok((m, size))
+                });
+                match parsed {
+                    Ok((m, size)) => {
+                        *pos += size;
+                        let offset = if *base >= 0 {
+                            base.wrapping_add(m.offset)
+                        } else {
+                            m.offset
+                        };
+                        let ts = wrapper_timestamp.unwrap_or(m.timestamp);
+                        Some(Ok(to_record(&m, offset, ts)))
+                    }
+                    Err(e) => {
+                        *failed = true;
+                        Some(Err(e))
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -6,15 +6,16 @@
 //! lazy decompression, [`Records`] iterator), `encode` ([`BatchEncoder`]), `builder`
 //! ([`BatchBuilder`]: one record at a time, for the producer), `producer_state`
 //! ([`ProducerState`], [`rewrite_producer_state`] on sealed bytes), `control`
-//! ([`ControlRecord`]), `legacy` ([`LegacyBatch`]), `set` ([`Batches`] over a fetched
+//! ([`ControlRecord`]), `legacy` ([`LegacyBatch`], [`LegacyRecords`]), `set` ([`Batches`] over a fetched
 //! record set), [`compression`] (one file per codec), [`fuzz`] (entry points for the
 //! fuzz targets and their corpus replay).
 //!
 //! Invariants:
 //! - Decoding never panics and never allocates from a wire count or a claimed size:
 //!   lengths and varints are checked against the remaining bytes, records are
-//!   iterated, not collected, and decompression stops at
-//!   [`DecodeOptions::max_decompressed_bytes`].
+//!   iterated, not collected (legacy wrappers' inner messages too), and decompression
+//!   stops at [`DecodeOptions::max_decompressed_bytes`] with the output buffer's
+//!   capacity never grown past that cap.
 //! - The CRC is verified in [`RecordBatch::decode`], before anything is decompressed.
 //! - An uncompressed batch's keys, values and headers are slices of the input
 //!   [`Bytes`](bytes::Bytes); a compressed batch is decompressed once, on demand.
@@ -45,7 +46,7 @@ pub use control::{ControlRecord, ControlRecordType};
 pub use encode::{BatchEncoder, BatchOptions, EncodedBatch};
 pub use error::RecordError;
 pub use header::{BatchAttributes, BatchHeader, TimestampType, BATCH_HEADER_LEN, LOG_OVERHEAD};
-pub use legacy::LegacyBatch;
+pub use legacy::{LegacyBatch, LegacyRecords};
 pub use producer_state::{rewrite_producer_state, ProducerState};
 pub use record::{Header, HeaderIter, Headers, NewHeader, NewRecord, Record};
 pub use set::{Batch, Batches};

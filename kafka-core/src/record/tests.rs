@@ -354,7 +354,9 @@ fn legacy_plain_and_compressed() {
             let recs: Vec<Record> = batches
                 .iter()
                 .flat_map(|b| match b {
-                    Batch::Legacy(l) => l.records().unwrap(),
+                    Batch::Legacy(l) => {
+                        l.records().unwrap().map(Result::unwrap).collect::<Vec<_>>()
+                    }
                     Batch::V2(_) => panic!("v2"),
                 })
                 .collect();
@@ -385,4 +387,76 @@ fn fuzz_entry_runs_on_samples() {
     });
     assert_eq!(fuzz::record_set(&raw, false), 4);
     assert_eq!(fuzz::record_set(&raw[..raw.len() - 3], true), 0);
+}
+
+#[test]
+fn legacy_wrapper_is_iterated_and_stops_at_its_first_bad_message() {
+    // Inner set: a good message, a compressed one (nested: corruption), a good one.
+    let mut inner = legacy_entry(0, 1, 0, 1, None, Some(b"a"));
+    inner.extend(legacy_entry(1, 1, 1, 1, None, Some(b"z")));
+    inner.extend(legacy_entry(2, 1, 0, 1, None, Some(b"c")));
+    let mut z = Vec::new();
+    compression::compress(Compression::Gzip, None, &inner, &mut z).unwrap();
+    let set = legacy_entry(102, 1, 1, 9, None, Some(&z));
+    let Some(Ok(Batch::Legacy(l))) =
+        Batches::new(Bytes::from(set), DecodeOptions::default()).next()
+    else {
+        panic!("expected a legacy batch");
+    };
+    let mut records = l.records().unwrap();
+    let first = records.next().unwrap().unwrap();
+    assert_eq!(first.offset, 100);
+    assert_eq!(first.value.as_deref(), Some(&b"a"[..]));
+    assert_eq!(
+        records.next().unwrap().unwrap_err(),
+        RecordError::NestedCompression
+    );
+    assert!(records.next().is_none());
+
+    // An inner set whose last size runs past the end fails before iterating.
+    let mut cut = inner.clone();
+    cut.truncate(cut.len() - 1);
+    let mut z = Vec::new();
+    compression::compress(Compression::Gzip, None, &cut, &mut z).unwrap();
+    let set = legacy_entry(2, 1, 1, 9, None, Some(&z));
+    let Some(Ok(Batch::Legacy(l))) =
+        Batches::new(Bytes::from(set), DecodeOptions::default()).next()
+    else {
+        panic!("expected a legacy batch");
+    };
+    assert!(matches!(l.records(), Err(RecordError::Truncated { .. })));
+}
+
+#[test]
+fn decompression_never_grows_the_buffer_past_the_cap() {
+    // 3 MiB: not a power of two, so plain doubling would reach 4 MiB.
+    let cap = 3 << 20;
+    let data: Vec<u8> = (0..cap - 100).map(|i| (i / 512 % 251) as u8).collect();
+    for codec in Compression::ALL {
+        if !codec.is_enabled() {
+            continue;
+        }
+        let mut z = Vec::new();
+        compression::compress(codec, None, &data, &mut z).unwrap();
+        let mut out = Vec::new();
+        compression::decompress(codec, 2, &z, cap, &mut out).unwrap();
+        assert_eq!(out, data, "{codec:?}");
+        assert!(
+            out.capacity() <= cap,
+            "{codec:?}: capacity {}",
+            out.capacity()
+        );
+        // Exactly at the cap is fine; one byte more is not.
+        let mut out = Vec::new();
+        compression::decompress(codec, 2, &z, data.len(), &mut out).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            compression::decompress(codec, 2, &z, data.len() - 1, &mut out),
+            Err(RecordError::DecompressedTooLarge {
+                cap: data.len() - 1
+            }),
+            "{codec:?}"
+        );
+        assert!(out.is_empty());
+    }
 }

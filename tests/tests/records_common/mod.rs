@@ -106,7 +106,11 @@ pub fn describe(data: Bytes) -> Result<Value, String> {
                 }));
             }
             Batch::Legacy(l) => {
-                let recs = l.records().map_err(|e| e.to_string())?;
+                let recs = l
+                    .records()
+                    .map_err(|e| e.to_string())?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| e.to_string())?;
                 out.push(json!({
                     "magic": l.magic(),
                     "baseOffset": recs.first().map_or(l.last_offset(), |r| r.offset),

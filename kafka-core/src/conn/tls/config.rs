@@ -73,7 +73,7 @@ impl TlsConfig {
             (Some(chain), Some(key)) => {
                 let chain = parse_certs(chain, "client_cert_pem")?;
                 let key = PrivateKeyDer::from_pem_slice(key.expose().as_bytes())
-                    .map_err(|e| TlsError::PrivateKey(e.to_string()))?;
+                    .map_err(|e| TlsError::PrivateKey(pem_error(&e)))?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| TlsError::PrivateKey(e.to_string()))?
@@ -147,10 +147,30 @@ fn parse_certs(pem: &[u8], what: &'static str) -> Result<Vec<CertificateDer<'sta
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::Pem {
             what,
-            reason: e.to_string(),
+            reason: pem_error(&e),
         })?;
     if certs.is_empty() {
         return Err(TlsError::NoCertificates { what });
     }
     Ok(certs)
+}
+
+/// What is wrong with a PEM input, in words that never quote it: rustls' own message
+/// for a malformed `-----BEGIN` line quotes the whole line, and a PEM pasted on one
+/// line (a certificate followed by its private key, say) would put the key into the
+/// error text.
+fn pem_error(e: &rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error;
+    match e {
+        Error::MissingSectionEnd { .. } => "a PEM block has no matching END line".into(),
+        Error::IllegalSectionStart { .. } => {
+            "malformed `-----BEGIN` line (for example PEM text joined onto one line); \
+             the line is not shown"
+                .into()
+        }
+        Error::Base64Decode(_) => "invalid base64 inside a PEM block".into(),
+        Error::NoItemsFound => "no PEM block of the expected type".into(),
+        Error::SectionTooLarge => "PEM block larger than 256 MB".into(),
+        _ => "unreadable PEM".into(),
+    }
 }

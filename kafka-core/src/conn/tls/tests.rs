@@ -539,3 +539,97 @@ fn close_notify_both_ways() {
         TlsError::Closed
     );
 }
+
+/// The base64 lines of the test client key: none may appear in any error text.
+fn client_key_material() -> Vec<String> {
+    let mut out: Vec<String> = CLIENT_KEY
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .map(|l| l[..16].to_owned())
+        .collect();
+    // The key joined onto one line, as pasted into an environment variable.
+    out.push(
+        CLIENT_KEY
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect(),
+    );
+    out
+}
+
+fn assert_no_key_material(text: &str) {
+    for piece in client_key_material() {
+        assert!(!text.contains(&piece), "key material {piece:?} in {text}");
+        // Also as a `Debug` byte list (`[77, 73, 71, ...`), the form rustls' PEM errors
+        // quote a line in.
+        let bytes = format!("{:?}", &piece.as_bytes()[..16]);
+        let bytes = bytes.trim_start_matches('[').trim_end_matches(']');
+        assert!(!text.contains(bytes), "key material [{bytes}] in {text}");
+    }
+}
+
+#[test]
+fn pem_errors_never_quote_a_private_key() {
+    let one_line = |pem: &str| pem.lines().collect::<String>();
+    let key_line = one_line(CLIENT_KEY);
+    let cert = std::str::from_utf8(CLIENT_CERT).unwrap();
+    let combined = format!("{cert}{CLIENT_KEY}");
+    let ca = std::str::from_utf8(CA).unwrap();
+    let cases: Vec<(&str, TlsConfig)> = vec![
+        // The key pasted on one line where the CA certificates go (rustls' own message
+        // would quote the line, key and all).
+        ("ca_pem = one-line key", trusting(key_line.as_bytes())),
+        (
+            "ca_pem = CA + one-line key",
+            trusting(format!("{ca}{key_line}\n").as_bytes()),
+        ),
+        ("ca_pem = key", trusting(CLIENT_KEY.as_bytes())),
+        (
+            "client_cert_pem = one-line cert + key",
+            TlsConfig {
+                client_cert_pem: Some(one_line(&combined).into_bytes()),
+                client_key_pem: Some(Secret::new(CLIENT_KEY)),
+                ..trusting(CA)
+            },
+        ),
+        (
+            "client_key_pem = one-line key",
+            TlsConfig {
+                client_cert_pem: Some(CLIENT_CERT.to_vec()),
+                client_key_pem: Some(Secret::new(key_line.clone())),
+                ..trusting(CA)
+            },
+        ),
+        (
+            "client_key_pem = key with its END line joined on",
+            TlsConfig {
+                client_cert_pem: Some(CLIENT_CERT.to_vec()),
+                client_key_pem: Some(Secret::new(CLIENT_KEY.replace("\n-----END", "-----END"))),
+                ..trusting(CA)
+            },
+        ),
+        (
+            "client_key_pem = key with a broken END line",
+            TlsConfig {
+                client_cert_pem: Some(CLIENT_CERT.to_vec()),
+                client_key_pem: Some(Secret::new(CLIENT_KEY.replace("-----END", "--END"))),
+                ..trusting(CA)
+            },
+        ),
+    ];
+    for (what, config) in cases {
+        assert_no_key_material(&format!("{config:?}"));
+        let err = config.build().expect_err(what);
+        assert_no_key_material(&format!("{what}: {err} / {err:?}"));
+    }
+    // A combined certificate-and-key PEM as the client chain works: only its
+    // certificates are used, and nothing shows the key.
+    let config = TlsConfig {
+        client_cert_pem: Some(combined.into_bytes()),
+        client_key_pem: Some(Secret::new(CLIENT_KEY)),
+        ..trusting(CA)
+    };
+    assert_no_key_material(&format!("{config:?}"));
+    let built = config.build().unwrap();
+    assert_no_key_material(&format!("{built:?}"));
+}

@@ -108,6 +108,7 @@ fn decompress_inner(
             if size > room {
                 return Err(RecordError::DecompressedTooLarge { cap });
             }
+            super::reserve_within(out, size, start.saturating_add(cap));
             out.extend_from_slice(block);
         } else {
             // LZ4 expands at most 255:1, so a small block never needs the frame's
@@ -115,6 +116,7 @@ fn decompress_inner(
             let bound = max_block.min(size.saturating_mul(255).saturating_add(64));
             let want = bound.min(room);
             let at = out.len();
+            super::reserve_within(out, want, start.saturating_add(cap));
             out.resize(at + want, 0);
             match lz4_flex::block::decompress_into(block, &mut out[at..]) {
                 Ok(n) => out.truncate(at + n),

@@ -2,7 +2,9 @@
 //!
 //! Decompression is always bounded: output stops with
 //! [`RecordError::DecompressedTooLarge`] once it would exceed the caller's cap, and no
-//! buffer is ever sized from a length the payload claims beyond that cap.
+//! buffer is ever sized from a length the payload claims beyond that cap. The output
+//! `Vec` grows geometrically as usual but through `reserve_within`, so its capacity
+//! never exceeds what was in it before plus the cap (no doubling to twice the cap).
 
 #[cfg(feature = "gzip")]
 mod gzip;
@@ -106,6 +108,7 @@ pub fn decompress(
             if input.len() > cap {
                 return Err(RecordError::DecompressedTooLarge { cap });
             }
+            out.reserve_exact(input.len());
             out.extend_from_slice(input);
             Ok(())
         }
@@ -193,31 +196,88 @@ impl Contexts {
     }
 }
 
+/// Makes room in `out` for `additional` more bytes, growing geometrically (doubling, as
+/// `Vec` does) but never to a capacity above `max_len`. The caller keeps
+/// `out.len() + additional <= max_len`; should it not, the capacity is exactly
+/// `out.len() + additional`.
+#[cfg_attr(
+    not(any(
+        feature = "gzip",
+        feature = "snappy",
+        feature = "lz4",
+        feature = "zstd"
+    )),
+    allow(dead_code)
+)]
+pub(super) fn reserve_within(out: &mut Vec<u8>, additional: usize, max_len: usize) {
+    let need = out.len().saturating_add(additional);
+    if need <= out.capacity() {
+        return;
+    }
+    let target = out
+        .capacity()
+        .saturating_mul(2)
+        .max(4096)
+        .min(max_len)
+        .max(need);
+    out.reserve_exact(target - out.len());
+}
+
 /// Reads a decompressing reader to its end into `out`, at most `cap` bytes.
+///
+/// The buffer starts at `size_hint` (never more than the cap) and grows through
+/// [`reserve_within`], so its capacity stays within the cap; one extra byte is read
+/// only to tell "exactly the cap" from "more".
 #[cfg(any(feature = "gzip", feature = "zstd"))]
 fn read_bounded<R: std::io::Read>(
-    reader: R,
+    mut reader: R,
     codec: Compression,
     size_hint: usize,
     cap: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), RecordError> {
-    use std::io::Read;
+    use std::io::ErrorKind;
     let start = out.len();
-    // A guess for the first allocation, never more than the cap; the reader's output
-    // grows the buffer as it comes.
-    out.reserve(size_hint.min(cap));
-    let limit = (cap as u64).saturating_add(1);
-    reader
-        .take(limit)
-        .read_to_end(out)
-        .map_err(|e| RecordError::Decompress {
-            codec,
-            reason: e.to_string(),
-        })?;
-    if out.len() - start > cap {
-        out.truncate(start);
-        return Err(RecordError::DecompressedTooLarge { cap });
+    let max_len = start.saturating_add(cap);
+    let err = |e: std::io::Error| RecordError::Decompress {
+        codec,
+        reason: e.to_string(),
+    };
+    reserve_within(out, size_hint.min(cap), max_len);
+    // `filled` is the logical length; the bytes between it and `out.len()` are zeroed
+    // room for the reader (safe code cannot read into spare capacity).
+    let mut filled = start;
+    let result = loop {
+        if filled == out.len() {
+            if filled == max_len {
+                // At the cap: anything more is too large.
+                let mut probe = [0u8; 1];
+                match reader.read(&mut probe) {
+                    Ok(0) => break Ok(()),
+                    Ok(_) => break Err(RecordError::DecompressedTooLarge { cap }),
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => break Err(err(e)),
+                }
+            }
+            reserve_within(out, (max_len - filled).min(64 * 1024), max_len);
+            let room = out.capacity().min(max_len);
+            out.resize(room, 0);
+        }
+        match reader.read(&mut out[filled..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => break Err(err(e)),
+        }
+    };
+    match result {
+        Ok(()) => {
+            out.truncate(filled);
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(e)
+        }
     }
-    Ok(())
 }

@@ -72,6 +72,7 @@ fn raw_block(block: &[u8], cap: usize, start: usize, out: &mut Vec<u8>) -> Resul
         return Err(RecordError::DecompressedTooLarge { cap });
     }
     let at = out.len();
+    super::reserve_within(out, claimed, start.saturating_add(cap));
     out.resize(at + claimed, 0);
     let n = snap::raw::Decoder::new()
         .decompress(block, &mut out[at..])

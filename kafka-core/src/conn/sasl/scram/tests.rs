@@ -83,21 +83,36 @@ fn nonce_must_extend_client_nonce() {
 }
 
 #[test]
-fn iteration_count_out_of_range_refused() {
+fn iteration_count_outside_kafkas_range_refused() {
     let out_of_range = |iterations: u64, max: u32| SaslError::IterationCountOutOfRange {
         iterations,
         min: 4096,
         max,
     };
-    let mut c = client(Mechanism::ScramSha256);
-    let err = c.handle_challenge(server_first("4095").as_bytes());
-    assert_eq!(err, Err(out_of_range(4095, 1_000_000)));
-    let mut c = client(Mechanism::ScramSha256);
-    let err = c.handle_challenge(server_first("1000001").as_bytes());
-    assert_eq!(err, Err(out_of_range(1_000_001, 1_000_000)));
-    let mut c = client(Mechanism::ScramSha512);
-    let err = c.handle_challenge(server_first("99999999999999999999999").as_bytes());
-    assert_eq!(err, Err(out_of_range(u64::MAX, 1_000_000)));
+    assert_eq!(ScramClient::MIN_ITERATIONS, 4096);
+    assert_eq!(ScramClient::DEFAULT_MAX_ITERATIONS, 16_384);
+    for (text, iterations) in [
+        ("4095", 4095),
+        ("0", 0),
+        ("16385", 16_385),
+        ("1000000", 1_000_000),
+        ("99999999999999999999999", u64::MAX),
+    ] {
+        for mechanism in [Mechanism::ScramSha256, Mechanism::ScramSha512] {
+            let mut c = client(mechanism);
+            let err = c.handle_challenge(server_first(text).as_bytes());
+            assert_eq!(err, Err(out_of_range(iterations, 16_384)), "i={text}");
+            // Sticky: the exchange is over.
+            assert!(!c.is_complete());
+        }
+    }
+    // Both ends of the range are accepted.
+    for text in ["4096", "16384"] {
+        let mut c = client(Mechanism::ScramSha512);
+        let step = c.handle_challenge(server_first(text).as_bytes());
+        assert!(matches!(step, Ok(Step::Respond(_))), "i={text}: {step:?}");
+    }
+    // A lower ceiling set by the caller holds too.
     let mut c = client(Mechanism::ScramSha256).with_max_iterations(5000);
     let err = c.handle_challenge(server_first("5001").as_bytes());
     assert_eq!(err, Err(out_of_range(5001, 5000)));

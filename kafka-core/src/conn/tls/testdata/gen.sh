@@ -31,4 +31,10 @@ printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSig
 openssl x509 -req -in "$tmp/client.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
   -days "$DAYS" -extfile "$tmp/client.ext" -out client.pem
 
+# The client key encrypted (encrypted PKCS#8), for `ssl.key.password`.
+openssl pkcs8 -topk8 -v2 aes-256-cbc -v2prf hmacWithSHA256 -passout pass:kafka-rs-test \
+  -in client.key -out client-encrypted.key
+openssl pkcs8 -topk8 -v2 aes-128-cbc -v2prf hmacWithSHA1 -passout pass:kafka-rs-test \
+  -in client.key -out client-encrypted-sha1.key
+
 rm -f ca.srl ca.key other-ca.key
