@@ -40,6 +40,7 @@ const USAGE: &str = "usage: e2e [--quick] [--rounds N] [--clients ours,rdkafka,f
   --quick          fewer records and one round (CI smoke run, ~3 minutes)
   --rounds N       interleaved rounds per workload (default 3; quick: 1)
   --clients LIST   clients to build and run (default: all four)
+  --require LIST   fail (exit 1) if one of these clients cannot be built (CI)
   --workloads LIST ids or prefixes: W1 (= W1-none,W1-lz4,W1-zstd), W2 ... W6
   --out DIR        where results.md, results.jsonl and logs/ go (default target/e2e)
   --keep-broker    leave a rig started here running
@@ -54,6 +55,7 @@ struct Opts {
     quick: bool,
     rounds: u32,
     clients: Vec<Client>,
+    require: Vec<Client>,
     workloads: Option<Vec<String>>,
     out: Option<PathBuf>,
     keep_broker: bool,
@@ -66,6 +68,7 @@ fn parse_opts() -> Result<Opts, String> {
         quick: false,
         rounds: 0,
         clients: Client::ALL.to_vec(),
+        require: Vec::new(),
         workloads: None,
         out: None,
         keep_broker: false,
@@ -80,6 +83,12 @@ fn parse_opts() -> Result<Opts, String> {
             "--rounds" => o.rounds = val()?.parse().map_err(|_| "--rounds: not a number")?,
             "--clients" => {
                 o.clients = val()?
+                    .split(',')
+                    .map(|c| Client::parse(c.trim()).ok_or(format!("unknown client {c}")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--require" => {
+                o.require = val()?
                     .split(',')
                     .map(|c| Client::parse(c.trim()).ok_or(format!("unknown client {c}")))
                     .collect::<Result<_, _>>()?;
@@ -128,6 +137,9 @@ struct Harness {
     /// Consume source: topic, records, watermarks.
     source: Option<(String, u64, Vec<Watermarks>)>,
     java_w1_rps: Option<f64>,
+    neighbourhood: Neighbourhood,
+    load_start: (f64, f64, f64),
+    t_start: Instant,
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -174,7 +186,6 @@ fn selected(opts: &Opts, w: &Workload) -> bool {
 }
 
 fn run(opts: Opts) -> Result<bool, String> {
-    let t_start = Instant::now();
     let repo = repo_root();
     let target = target_dir(&repo);
     let out = opts.out.clone().unwrap_or_else(|| target.join("e2e"));
@@ -183,6 +194,7 @@ fn run(opts: Opts) -> Result<bool, String> {
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let rig_dir = target.join("e2e-rig");
     let load_start = broker::loadavg();
+    let t_start = Instant::now();
     let mode = if opts.quick { "quick" } else { "full" };
     eprintln!(
         "e2e: {mode} mode, {} round(s); results in {}",
@@ -222,6 +234,18 @@ fn run(opts: Opts) -> Result<bool, String> {
                 notes.push(format!("skipped **{}**: {why}", c.name()));
             }
         }
+    }
+    let missing: Vec<&str> = opts
+        .require
+        .iter()
+        .filter(|c| !built.iter().any(|p: &Peer| p.client == **c))
+        .map(|c| c.name())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "required client(s) not built: {}",
+            missing.join(", ")
+        ));
     }
     for c in Client::ALL.iter().filter(|c| !opts.clients.contains(c)) {
         notes.push(format!("not selected: {} (--clients)", c.name()));
@@ -271,29 +295,28 @@ fn run(opts: Opts) -> Result<bool, String> {
         notes,
         source: None,
         java_w1_rps: None,
+        neighbourhood: Neighbourhood {
+            loopback_gbps: None,
+            loopback_bytes: 0,
+        },
+        load_start,
+        t_start,
     };
-    let result = h.suite();
-    let ok = match result {
-        Ok(neigh) => {
-            let ok = h.write_report(&neigh, mode, load_start, t_start.elapsed());
-            Ok(ok)
-        }
-        Err(e) => Err(e),
-    };
+    let ok = h.suite().map(|()| h.write_report(mode, false));
     h.cleanup();
     let Harness { broker, opts, .. } = h;
     broker.shutdown(&repo, opts.keep_broker);
     ok
 }
 
-/// Loopback figure and per-workload broker ceilings, for the report.
+/// The loopback figure, for the report.
 struct Neighbourhood {
     loopback_gbps: Option<f64>,
     loopback_bytes: u64,
 }
 
 impl Harness {
-    fn suite(&mut self) -> Result<Neighbourhood, String> {
+    fn suite(&mut self) -> Result<(), String> {
         let quick = self.opts.quick;
         // ---- payload pools (the same bytes for every client)
         let p100 = self.out.join("payload-100.txt");
@@ -305,7 +328,8 @@ impl Harness {
         let loopback_bytes: u64 = if quick { 512 << 20 } else { 4 << 30 };
         let loopback =
             neighbourhood::loopback_gbps(loopback_bytes, self.pin, self.pin.map(|_| BROKER_CORE));
-        let loopback_gbps = match loopback {
+        self.neighbourhood.loopback_bytes = loopback_bytes;
+        self.neighbourhood.loopback_gbps = match loopback {
             Ok(g) => {
                 eprintln!("e2e: loopback TCP {g:.2} GB/s");
                 Some(g)
@@ -318,10 +342,7 @@ impl Harness {
         if self.peers.is_empty() {
             self.notes
                 .push("no client could be built: nothing measured".into());
-            return Ok(Neighbourhood {
-                loopback_gbps,
-                loopback_bytes,
-            });
+            return Ok(());
         }
 
         let wls: Vec<Workload> = workloads::all(quick)
@@ -381,11 +402,10 @@ impl Harness {
                     self.java_w1_rps = Summary::of(&java).rps;
                 }
             }
+            // A partial report after every workload, so an interrupted run leaves figures.
+            self.write_report(if quick { "quick" } else { "full" }, true);
         }
-        Ok(Neighbourhood {
-            loopback_gbps,
-            loopback_bytes,
-        })
+        Ok(())
     }
 
     fn variants(&self, w: &Workload) -> Vec<Variant> {
@@ -866,14 +886,12 @@ impl Harness {
         }
     }
 
-    /// Writes results.md / results.jsonl and prints the table; true if every run verified.
-    fn write_report(
-        &self,
-        n: &Neighbourhood,
-        mode: &str,
-        load: (f64, f64, f64),
-        took: Duration,
-    ) -> bool {
+    /// Writes results.md / results.jsonl (and prints the report unless `partial`); true if
+    /// every run verified.
+    fn write_report(&self, mode: &str, partial: bool) -> bool {
+        let n = &self.neighbourhood;
+        let load = self.load_start;
+        let took = self.t_start.elapsed();
         let mut keys: Vec<(String, String)> = Vec::new();
         for r in &self.records {
             let k = (r.workload.clone(), r.variant.clone());
@@ -895,9 +913,14 @@ impl Harness {
         let all_ok = self.records.iter().all(|r| r.ok);
         let mut md = String::new();
         md.push_str(&format!(
-            "## End-to-end run ({mode} mode, {} round(s), {:.0} s)\n\n",
+            "## End-to-end run ({mode} mode, {} round(s), {:.0} s{})\n\n",
             self.opts.rounds,
-            took.as_secs_f64()
+            took.as_secs_f64(),
+            if partial {
+                ", PARTIAL: still running or interrupted"
+            } else {
+                ""
+            }
         ));
         md.push_str(&format!(
             "Machine: {} × {}, {}; load average at start {:.2} / {:.2} / {:.2}. Broker on core {BROKER_CORE}, client on core {CLIENT_CORE}{}.\n\n",
@@ -992,6 +1015,9 @@ impl Harness {
         }
         let _ = std::fs::write(self.out.join("results.md"), &md);
         let _ = std::fs::write(self.out.join("results.jsonl"), &jsonl);
+        if partial {
+            return all_ok;
+        }
         println!("{md}");
         eprintln!(
             "e2e: wrote {} and {}",

@@ -204,7 +204,7 @@ impl Summary {
             broker_ceiling: m(&|r| r.broker_ceiling_rps()),
             load1: m(&|r| Some(r.load1)),
             lat,
-            txns: m(&|r| r.txns.map(|t| t as f64)),
+            txns: m(&|r| r.txns.filter(|t| *t > 0).map(|t| t as f64)),
             markers: m(&|r| r.markers.map(|t| t as f64)),
             log_bytes_per_record: m(&|r| {
                 r.log_bytes
