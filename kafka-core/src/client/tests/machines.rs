@@ -448,3 +448,31 @@ fn oauthbearer_tokens_are_asked_of_the_adapter_and_reused_until_they_expire() {
     );
     let _ = (id, failed);
 }
+
+#[test]
+fn topics_nothing_routes_to_expire_after_metadata_max_idle() {
+    let mut h = Harness::new();
+    let id = h.client.send(
+        h.now,
+        Route::Leader {
+            topic: "t".into(),
+            partition: 0,
+        },
+        list_offsets(),
+    );
+    serve(&mut h, ApiKey::ListOffsets);
+    assert!(h.client.take_response(id).unwrap().is_ok());
+    assert!(h.client.metadata().topic("t").is_some());
+    // Past metadata.max.idle.ms (5 min) with no request to "t": the next refresh drops it.
+    h.advance(Duration::from_secs(301));
+    let refresh: Vec<_> = h
+        .written()
+        .into_iter()
+        .filter(|(_, _, s)| s.api() == ApiKey::Metadata)
+        .collect();
+    let (conn, _, seen) = &refresh[0];
+    let asked = seen.decode::<MetadataRequest>().topics.unwrap_or_default();
+    assert!(asked.is_empty(), "the idle topic is no longer asked for");
+    assert!(h.client.metadata().topic("t").is_none(), "and left the cache");
+    h.reply(*conn, seen, &MetadataResponse::default());
+}
