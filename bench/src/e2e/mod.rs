@@ -248,6 +248,7 @@ fn run(opts: Opts) -> Result<bool, String> {
         ));
     }
     for c in Client::ALL.iter().filter(|c| !opts.clients.contains(c)) {
+        eprintln!("e2e:   SKIPPED {}: not selected (--clients)", c.name());
         notes.push(format!("not selected: {} (--clients)", c.name()));
     }
 
