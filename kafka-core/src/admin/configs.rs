@@ -27,7 +27,33 @@ use crate::protocol::messages::incremental_alter_configs::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 
-/// The configs of one resource, by name.
+/// The configs of one resource, by name: what
+/// [`DescribeConfigs`](crate::admin::DescribeConfigs) returns per resource.
+///
+/// A plain map from the config name (`retention.ms`) to its [`ConfigEntry`]: the value
+/// (`None` when the broker hides it, [`ConfigEntry::sensitive`], or it has none), where
+/// it comes from ([`ConfigEntry::source`]), and synonyms and documentation when asked
+/// for. Every config the broker reported is there, defaults included; filter on
+/// `source` for the ones set on the resource itself.
+///
+/// ```
+/// use kafka_core::admin::{Config, ConfigSource};
+///
+/// /// `retention.ms` as a number, if the broker showed it.
+/// fn retention_ms(config: &Config) -> Option<i64> {
+///     config.get("retention.ms")?.value.as_deref()?.parse().ok()
+/// }
+///
+/// /// The configs set on the topic itself (not broker defaults), as `name=value`.
+/// fn topic_overrides(config: &Config) -> Vec<String> {
+///     config
+///         .values()
+///         .filter(|e| e.source == ConfigSource::DynamicTopicConfig)
+///         .map(|e| format!("{}={}", e.name, e.value.as_deref().unwrap_or("<hidden>")))
+///         .collect()
+/// }
+/// # let _ = (retention_ms as fn(&Config) -> _, topic_overrides as fn(&Config) -> _);
+/// ```
 pub type Config = BTreeMap<String, ConfigEntry>;
 
 /// The DescribeConfigs side of the routing.

@@ -184,11 +184,15 @@ impl Timeout {
     }
 }
 
-/// Decodes an `authorized_operations` bit field into `AclOperation` codes (bit n set =
-/// operation n allowed); `i32::MIN` means the broker did not report them.
-pub fn acl_operations(bits: i32) -> Vec<i8> {
+/// Decodes an `authorized_operations` bit field into the operations it allows (bit n
+/// set = the operation with code n); `i32::MIN` means the broker did not report them
+/// (an empty set). Codes this client does not know come out as `AclOperation::Unknown`.
+pub fn acl_operations(bits: i32) -> std::collections::BTreeSet<AclOperation> {
     if bits == i32::MIN {
-        return Vec::new();
+        return std::collections::BTreeSet::new();
     }
-    (0..31i8).filter(|n| bits & (1 << n) != 0).collect()
+    (0..31i8)
+        .filter(|n| bits & (1 << n) != 0)
+        .map(AclOperation::from_code)
+        .collect()
 }

@@ -74,7 +74,7 @@ macro_rules! __admin_methods_replicas {
             /// Upgrades or downgrades features (per-feature results); see
             /// [`UpdateFeatures`](kafka_core::admin::UpdateFeatures).
             fn update_features(
-                updates: impl IntoIterator<Item = (String, $crate::admin::FeatureUpdate)>)
+                updates: impl IntoIterator<Item = (impl Into<String>, $crate::admin::FeatureUpdate)>)
                 -> ::std::collections::BTreeMap<String, Result<(), $crate::admin::AdminError>>
                 = $crate::admin::UpdateFeatures::new(updates);
         );

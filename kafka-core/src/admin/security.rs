@@ -97,10 +97,15 @@ macro_rules! __admin_methods_security {
                     Result<Vec<$crate::admin::DeletedAcl>, $crate::admin::AdminError>,
                 >
                 = $crate::admin::DeleteAcls::new(filters);
-            /// Describes the SCRAM credentials of the named users (all users when empty).
-            fn describe_user_scram_credentials(users: impl IntoIterator<Item = String>)
+            /// Describes the SCRAM credentials of the named users (an empty list describes
+            /// nobody; see `describe_all_user_scram_credentials`).
+            fn describe_user_scram_credentials(users: impl IntoIterator<Item = impl Into<String>>)
                 -> ::std::collections::BTreeMap<String, Result<Vec<$crate::admin::ScramCredentialInfo>, $crate::admin::AdminError>>
                 = $crate::admin::DescribeUserScramCredentials::new(users);
+            /// Describes the SCRAM credentials of every user that has any.
+            fn describe_all_user_scram_credentials()
+                -> ::std::collections::BTreeMap<String, Result<Vec<$crate::admin::ScramCredentialInfo>, $crate::admin::AdminError>>
+                = $crate::admin::DescribeUserScramCredentials::all();
             /// Upserts and deletes SCRAM credentials (per-user results).
             fn alter_user_scram_credentials(
                 alterations: impl IntoIterator<Item = $crate::admin::ScramCredentialAlteration>

@@ -1,9 +1,12 @@
 //! Topic operations: create, delete, add partitions, list, describe; and the cluster.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::{Absorbed, AdminError, Batch, Call, ItemResults, Items, OpContext, Operation, Timeout};
+use super::{
+    Absorbed, AclOperation, AdminError, Batch, Call, ItemResults, Items, OpContext, Operation,
+    Timeout,
+};
 use crate::cluster::Route;
 use crate::protocol::messages::create_topics::request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
@@ -216,8 +219,8 @@ pub struct ClusterBroker {
     pub node_id: i32,
     /// Host name.
     pub host: String,
-    /// Port.
-    pub port: i32,
+    /// Port (0 if the broker reported one outside `u16`, as in the client's metadata).
+    pub port: u16,
     /// Rack, if configured.
     pub rack: Option<String>,
     /// Whether the broker is fenced (only listed when fenced brokers are asked for).
@@ -233,9 +236,9 @@ pub struct ClusterDescription {
     pub controller_id: i32,
     /// Brokers by node id.
     pub brokers: BTreeMap<i32, ClusterBroker>,
-    /// Operations the caller may perform on the cluster (when asked for), as
-    /// `AclOperation` codes.
-    pub authorized_operations: Option<Vec<i8>>,
+    /// Operations the caller may perform on the cluster (`None` unless asked for with
+    /// [`DescribeCluster::include_authorized_operations`]).
+    pub authorized_operations: Option<BTreeSet<AclOperation>>,
 }
 
 /// Describes the cluster: id, controller, brokers (DescribeCluster to any broker).
@@ -307,7 +310,7 @@ impl Operation for DescribeCluster {
                             let broker = ClusterBroker {
                                 node_id: b.broker_id,
                                 host: b.host,
-                                port: b.port,
+                                port: u16::try_from(b.port).unwrap_or(0),
                                 rack: b.rack,
                                 fenced: b.is_fenced,
                             };
@@ -336,7 +339,7 @@ macro_rules! __admin_methods_topics {
             fn describe_cluster() -> $crate::admin::ClusterDescription
                 = $crate::admin::DescribeCluster::new();
             /// Deletes topics by name (per-topic results); see [`DeleteTopics`](kafka_core::admin::DeleteTopics).
-            fn delete_topics(names: impl IntoIterator<Item = String>)
+            fn delete_topics(names: impl IntoIterator<Item = impl Into<String>>)
                 -> ::std::collections::BTreeMap<String, Result<(), $crate::admin::AdminError>>
                 = $crate::admin::DeleteTopics::new(names);
             /// Deletes topics by topic id (per-topic results).
@@ -344,7 +347,7 @@ macro_rules! __admin_methods_topics {
                 -> ::std::collections::BTreeMap<$crate::protocol::Uuid, Result<(), $crate::admin::AdminError>>
                 = $crate::admin::DeleteTopics::by_ids(ids);
             /// Adds partitions to topics (per-topic results); see [`CreatePartitions`](kafka_core::admin::CreatePartitions).
-            fn create_partitions(topics: impl IntoIterator<Item = (String, $crate::admin::NewPartitions)>)
+            fn create_partitions(topics: impl IntoIterator<Item = (impl Into<String>, $crate::admin::NewPartitions)>)
                 -> ::std::collections::BTreeMap<String, Result<(), $crate::admin::AdminError>>
                 = $crate::admin::CreatePartitions::new(topics);
             /// Lists the non-internal topics: name → id and internal flag.
@@ -352,7 +355,7 @@ macro_rules! __admin_methods_topics {
                 -> ::std::collections::BTreeMap<String, $crate::admin::TopicListing>
                 = $crate::admin::ListTopics::new();
             /// Describes topics by name (per-topic results); see [`DescribeTopics`](kafka_core::admin::DescribeTopics).
-            fn describe_topics(names: impl IntoIterator<Item = String>)
+            fn describe_topics(names: impl IntoIterator<Item = impl Into<String>>)
                 -> ::std::collections::BTreeMap<String, Result<$crate::admin::TopicDescription, $crate::admin::AdminError>>
                 = $crate::admin::DescribeTopics::new(names);
             /// Describes topics by topic id (per-topic results).

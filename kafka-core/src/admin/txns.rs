@@ -187,7 +187,7 @@ pub struct DescribeTransactions {
 
 impl DescribeTransactions {
     /// Describes the transactions of `transactional_ids`.
-    pub fn new<S: Into<String>>(transactional_ids: impl IntoIterator<Item = S>) -> Self {
+    pub fn new(transactional_ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
         DescribeTransactions {
             ids: transactional_ids.into_iter().map(Into::into).collect(),
             calls: None,
@@ -317,7 +317,7 @@ impl ListTransactions {
     }
 
     /// Only transactions in these states (`Ongoing`, `Empty`, ...).
-    pub fn states<S: Into<String>>(mut self, states: impl IntoIterator<Item = S>) -> Self {
+    pub fn states(mut self, states: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.fanout.request_mut().state_filters = states.into_iter().map(Into::into).collect();
         self
     }

@@ -296,7 +296,7 @@ pub fn describe_and_update_features<D: Driver>() {
     assert_eq!(err.code(), Some(KafkaCode::INVALID_UPDATE_VERSION), "{err}");
 
     assert!(matches!(
-        admin.run(UpdateFeatures::new([])),
+        admin.run(UpdateFeatures::new(Vec::<(String, FeatureUpdate)>::new())),
         Err(AdminError::Invalid(_))
     ));
     let after = admin

@@ -60,8 +60,9 @@ pub struct ConsumerGroupDescription {
     pub state: String,
     /// The coordinator's node id, when known.
     pub coordinator: Option<i32>,
-    /// Operations the caller may perform on the group (when asked for).
-    pub authorized_operations: Option<Vec<i8>>,
+    /// Operations the caller may perform on the group (`None` unless asked for with
+    /// [`DescribeConsumerGroups::include_authorized_operations`]).
+    pub authorized_operations: Option<BTreeSet<crate::admin::AclOperation>>,
     /// Group epoch (`consumer` groups only).
     pub group_epoch: Option<i32>,
     /// Target assignment epoch (`consumer` groups only).
@@ -197,7 +198,7 @@ pub struct DescribeConsumerGroups {
 
 impl DescribeConsumerGroups {
     /// Describes `groups`.
-    pub fn new<S: Into<String>>(groups: impl IntoIterator<Item = S>) -> Self {
+    pub fn new(groups: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let mut groups: Vec<String> = groups.into_iter().map(Into::into).collect();
         groups.sort();
         groups.dedup();

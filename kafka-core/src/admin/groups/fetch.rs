@@ -148,8 +148,8 @@ impl ListConsumerGroupOffsets {
 
     /// Several groups at once, each with all its offsets (`None`) or only the given
     /// partitions.
-    pub fn groups<S: Into<String>>(
-        specs: impl IntoIterator<Item = (S, Option<Vec<TopicPartition>>)>,
+    pub fn groups(
+        specs: impl IntoIterator<Item = (impl Into<String>, Option<Vec<TopicPartition>>)>,
     ) -> Self {
         ListConsumerGroupOffsets {
             specs: specs

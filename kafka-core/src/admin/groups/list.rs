@@ -68,14 +68,14 @@ impl ListConsumerGroups {
 
     /// Only groups in these states (`Stable`, `Empty`, `PreparingRebalance`, ...; the
     /// broker filters with ListGroups v4+, older brokers fail the call per broker).
-    pub fn states<S: Into<String>>(mut self, states: impl IntoIterator<Item = S>) -> Self {
+    pub fn states(mut self, states: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.states = states.into_iter().map(Into::into).collect();
         self.fanout.request_mut().states_filter = self.states.iter().cloned().collect();
         self
     }
 
     /// Only groups of these types (`classic`, `consumer`; ListGroups v5+).
-    pub fn types<S: Into<String>>(mut self, types: impl IntoIterator<Item = S>) -> Self {
+    pub fn types(mut self, types: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.types = types.into_iter().map(Into::into).collect();
         self.fanout.request_mut().types_filter = self.types.iter().cloned().collect();
         self

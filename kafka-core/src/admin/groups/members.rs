@@ -22,7 +22,7 @@ pub struct DeleteConsumerGroups {
 
 impl DeleteConsumerGroups {
     /// Deletes `groups`.
-    pub fn new<S: Into<String>>(groups: impl IntoIterator<Item = S>) -> Self {
+    pub fn new(groups: impl IntoIterator<Item = impl Into<String>>) -> Self {
         DeleteConsumerGroups {
             groups: groups.into_iter().map(Into::into).collect(),
             calls: None,

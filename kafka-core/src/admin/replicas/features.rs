@@ -177,9 +177,9 @@ pub struct UpdateFeatures {
 
 impl UpdateFeatures {
     /// Applies `updates` (feature name → new level).
-    pub fn new(updates: impl IntoIterator<Item = (String, FeatureUpdate)>) -> Self {
+    pub fn new(updates: impl IntoIterator<Item = (impl Into<String>, FeatureUpdate)>) -> Self {
         UpdateFeatures {
-            updates: updates.into_iter().collect(),
+            updates: updates.into_iter().map(|(k, v)| (k.into(), v)).collect(),
             validate_only: false,
             call: None,
             timeout: Timeout::default(),

@@ -116,38 +116,52 @@ impl TopLevelError for DescribeUserScramCredentialsResponse {
 
 /// Describes users' SCRAM credentials (DescribeUserScramCredentials to any broker):
 /// per user, the mechanisms and iteration counts. Unknown users get
-/// RESOURCE_NOT_FOUND; with no users named, every user that has credentials is listed.
+/// RESOURCE_NOT_FOUND. [`DescribeUserScramCredentials::all`] lists every user that has
+/// credentials; an empty list of names describes nobody (no request is sent), so a
+/// filtered-down list can never turn into "everyone".
 #[derive(Debug)]
 pub struct DescribeUserScramCredentials {
     single: Single<DescribeUserScramCredentialsRequest>,
     users: BTreeSet<String>,
+    /// Named users, none of them: the answer is the empty map.
+    nobody: bool,
 }
 
 impl DescribeUserScramCredentials {
-    /// Describes `users` (all users when empty; duplicates are asked once).
+    /// Describes `users` (duplicates are asked once). An empty list describes nobody:
+    /// use [`Self::all`] for every user.
     pub fn new(users: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let users: BTreeSet<String> = users.into_iter().map(Into::into).collect();
         let request = DescribeUserScramCredentialsRequest {
-            users: (!users.is_empty()).then(|| {
+            users: Some(
                 users
                     .iter()
                     .map(|u| UserName {
                         name: u.clone(),
                         ..Default::default()
                     })
-                    .collect()
-            }),
+                    .collect(),
+            ),
             ..Default::default()
         };
         DescribeUserScramCredentials {
             single: Single::new(request),
+            nobody: users.is_empty(),
             users,
         }
     }
 
-    /// Describes every user that has SCRAM credentials.
+    /// Describes every user that has SCRAM credentials (the request's null user list).
     pub fn all() -> Self {
-        Self::new(std::iter::empty::<String>())
+        let request = DescribeUserScramCredentialsRequest {
+            users: None,
+            ..Default::default()
+        };
+        DescribeUserScramCredentials {
+            single: Single::new(request),
+            users: BTreeSet::new(),
+            nobody: false,
+        }
     }
 
     /// Overrides `default.api.timeout.ms`.
@@ -162,6 +176,9 @@ impl Operation for DescribeUserScramCredentials {
         Result<BTreeMap<String, Result<Vec<ScramCredentialInfo>, AdminError>>, AdminError>;
 
     fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Self::Output> {
+        if self.nobody {
+            return Some(Ok(BTreeMap::new()));
+        }
         let resp = match self.single.poll(cx)? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
@@ -358,8 +375,21 @@ fn wire(a: ScramCredentialAlteration) -> Result<WireItem, AdminError> {
             }))
         }
         ScramCredentialAlteration::Upsert(u) => {
+            // Kafka's ScramMechanism bounds: the broker refuses other counts, so say so
+            // before spending the PBKDF2 time on them.
+            let (min, max) = (
+                crate::conn::sasl::ScramClient::MIN_ITERATIONS,
+                crate::conn::sasl::ScramClient::DEFAULT_MAX_ITERATIONS,
+            );
             let iterations = u32::try_from(u.iterations)
-                .map_err(|_| AdminError::Invalid("SCRAM iterations must be positive".into()))?;
+                .ok()
+                .filter(|i| (min..=max).contains(i))
+                .ok_or_else(|| {
+                    AdminError::Invalid(format!(
+                        "SCRAM iterations {} outside Kafka's {min}..={max}",
+                        u.iterations
+                    ))
+                })?;
             let salted = scram_salted_password(u.mechanism, &u.password, &u.salt, iterations)?;
             Ok(WireItem::Upsert(WireUpsertion {
                 name: u.user,

@@ -2,6 +2,7 @@
 //! per-item retries narrow the request, salted passwords go on the wire, bad answers
 //! become typed errors.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -263,4 +264,83 @@ fn describing_all_users_sends_null_and_finishes_once() {
         h.requests().is_empty(),
         "nothing is sent after the operation finished"
     );
+}
+
+#[test]
+fn describe_scram_for_all_users_is_its_own_call_and_no_names_is_nobody() {
+    // An empty list of names finishes at once with nothing, without asking the broker.
+    let mut h = Harness::new();
+    let id = h.client.start_op(
+        h.now,
+        DescribeUserScramCredentials::new(Vec::<String>::new()),
+    );
+    assert!(h.done());
+    assert_eq!(h.client.take_op_output(id).unwrap(), Ok(BTreeMap::new()));
+    assert!(h.requests().is_empty());
+
+    // `all()` sends the null user list, which the broker reads as "every user".
+    let mut h = Harness::new();
+    let id = h
+        .client
+        .start_op(h.now, DescribeUserScramCredentials::all());
+    let (conn, seen) = h.one();
+    let sent: DescribeUserScramCredentialsRequest = seen.decode();
+    assert_eq!(sent.users, None);
+    let resp = DescribeUserScramCredentialsResponse {
+        results: vec![DescribeUserScramCredentialsResult {
+            user: "anyone".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    h.reply(conn, &seen, &resp);
+    assert!(h.done());
+    let out = h.client.take_op_output(id).unwrap().unwrap();
+    assert_eq!(out.keys().collect::<Vec<_>>(), ["anyone"]);
+
+    // Named users are sent by name.
+    let mut h = Harness::new();
+    let _ = h
+        .client
+        .start_op(h.now, DescribeUserScramCredentials::new(["u"]));
+    let (_, seen) = h.one();
+    let sent: DescribeUserScramCredentialsRequest = seen.decode();
+    assert_eq!(sent.users.map(|u| u.len()), Some(1));
+}
+
+#[test]
+fn scram_upserts_outside_kafkas_iteration_bounds_fail_locally() {
+    let mut h = Harness::new();
+    let op = AlterUserScramCredentials::new([
+        ScramCredentialAlteration::upsert("low", ScramMechanism::ScramSha256, 4095, "pw", *b"salt"),
+        ScramCredentialAlteration::upsert(
+            "high",
+            ScramMechanism::ScramSha256,
+            16_385,
+            "pw",
+            *b"salt",
+        ),
+    ]);
+    let id = h.client.start_op(h.now, op);
+    assert!(h.done());
+    let out = h.client.take_op_output(id).unwrap().unwrap();
+    for user in ["low", "high"] {
+        let err = out[user].as_ref().unwrap_err().to_string();
+        assert!(err.contains("4096..=16384"), "{user}: {err}");
+    }
+}
+
+#[test]
+fn authorized_operations_decode_to_a_typed_set() {
+    let bits = (1 << AclOperation::Read.code()) | (1 << AclOperation::Describe.code()) | (1 << 30);
+    let ops = crate::admin::acl_operations(bits);
+    assert_eq!(
+        ops.into_iter().collect::<Vec<_>>(),
+        [
+            AclOperation::Read,
+            AclOperation::Describe,
+            AclOperation::Unknown(30)
+        ]
+    );
+    assert!(crate::admin::acl_operations(i32::MIN).is_empty());
 }

@@ -24,7 +24,7 @@ pub struct DeleteTopics<K: TopicKey = String> {
 
 impl DeleteTopics<String> {
     /// Deletes the topics named `names`.
-    pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
+    pub fn new(names: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self::with_keys(names.into_iter().map(Into::into))
     }
 }

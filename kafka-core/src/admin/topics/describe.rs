@@ -1,10 +1,10 @@
 //! ListTopics and DescribeTopics, both answered from a Metadata request.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::TopicKey;
-use crate::admin::{acl_operations, AdminError, Call, OpContext, Operation, Timeout};
+use crate::admin::{acl_operations, AclOperation, AdminError, Call, OpContext, Operation, Timeout};
 use crate::cluster::Route;
 use crate::protocol::messages::metadata::response::MetadataResponseTopic;
 use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
@@ -121,9 +121,9 @@ pub struct TopicDescription {
     pub internal: bool,
     /// Partitions, by index.
     pub partitions: Vec<PartitionDescription>,
-    /// Operations the caller may perform on the topic (when asked for), as
-    /// `AclOperation` codes.
-    pub authorized_operations: Option<Vec<i8>>,
+    /// Operations the caller may perform on the topic (`None` unless asked for with
+    /// [`DescribeTopics::include_authorized_operations`]).
+    pub authorized_operations: Option<BTreeSet<AclOperation>>,
 }
 
 impl TopicDescription {
@@ -168,7 +168,7 @@ pub struct DescribeTopics<K: TopicKey = String> {
 
 impl DescribeTopics<String> {
     /// Describes the topics named `names`.
-    pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
+    pub fn new(names: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self::with_keys(names.into_iter().map(Into::into))
     }
 }

@@ -70,7 +70,7 @@ pub struct CreatePartitions {
 
 impl CreatePartitions {
     /// Increases the partitions of each topic (name → new partitions).
-    pub fn new<S: Into<String>>(topics: impl IntoIterator<Item = (S, NewPartitions)>) -> Self {
+    pub fn new(topics: impl IntoIterator<Item = (impl Into<String>, NewPartitions)>) -> Self {
         CreatePartitions {
             items: Items::new("topic"),
             topics: topics.into_iter().map(|(n, p)| (n.into(), p)).collect(),
