@@ -473,6 +473,9 @@ fn topics_nothing_routes_to_expire_after_metadata_max_idle() {
     let (conn, _, seen) = &refresh[0];
     let asked = seen.decode::<MetadataRequest>().topics.unwrap_or_default();
     assert!(asked.is_empty(), "the idle topic is no longer asked for");
-    assert!(h.client.metadata().topic("t").is_none(), "and left the cache");
+    assert!(
+        h.client.metadata().topic("t").is_none(),
+        "and left the cache"
+    );
     h.reply(*conn, seen, &MetadataResponse::default());
 }
