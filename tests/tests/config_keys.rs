@@ -21,15 +21,10 @@ const KNOWN_UNUSED: &[(&str, &str)] = &[
         "the adapters enforce only socket.connection.setup.timeout.ms, without the \
          exponential growth up to this cap",
     ),
-    (
-        "client.dns.lookup",
-        "the adapters resolve every host the same way (all addresses in turn), whatever \
-         the setting",
-    ),
 ];
 
 /// The most entries [`KNOWN_UNUSED`] may ever have: lower it when a key gets wired.
-const KNOWN_UNUSED_MAX: usize = 3;
+const KNOWN_UNUSED_MAX: usize = 2;
 
 const CA_PEM: &str = include_str!("../../kafka-core/src/conn/tls/testdata/ca.pem");
 const CLIENT_PEM: &str = include_str!("../../kafka-core/src/conn/tls/testdata/client.pem");
@@ -107,6 +102,12 @@ fn effects() -> Vec<Effect> {
             "1234",
             |c| c.common().metadata_max_age == ms(1234),
             "metadata_max_age",
+        ),
+        e(
+            "metadata.max.idle.ms",
+            "4321",
+            |c| c.common().metadata_max_idle == ms(4321),
+            "metadata_max_idle",
         ),
         e(
             "reconnect.backoff.ms",
