@@ -11,6 +11,8 @@
 //! - [`cluster`]: metadata (brokers, leaders, epochs), routes, lanes and backoff.
 //! - [`conn`]: one broker connection as a state machine: framing, correlation ids,
 //!   version negotiation, SASL, TLS, request timeouts and throttling.
+//! - [`producer`]: the producer machine: partitioner, per-partition batches, Produce
+//!   requests, idempotence (producer id, epochs, sequences) and delivery reports.
 //! - [`protocol`]: generated codecs for every Kafka API key and version, the request and
 //!   response headers, the Kafka error-code table and the wire primitives.
 //! - [`record`]: record batches v2 (encode and decode), legacy message sets (decode),
@@ -23,6 +25,7 @@ pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod conn;
+pub mod producer;
 pub mod protocol;
 pub mod record;
 pub mod secret;

@@ -246,6 +246,8 @@ pub struct Client {
     #[cfg(feature = "tls")]
     tls: Option<crate::conn::tls::TlsClientConfig>,
     wall_clock: Duration,
+    /// The `now` last seen when the wall clock was set (record timestamps advance from it).
+    wall_clock_at: Option<Instant>,
     /// Coordinators to look up at the next `poll_io` (batched FindCoordinator).
     lookups_wanted: BTreeSet<(i8, String)>,
     /// Coordinators whose lookup is in flight or waiting for its retry.
@@ -316,6 +318,7 @@ impl Client {
             #[cfg(feature = "tls")]
             tls,
             wall_clock: Duration::ZERO,
+            wall_clock_at: None,
             lookups_wanted: Default::default(),
             lookups_in_flight: Default::default(),
             parked: HashMap::new(),
@@ -362,9 +365,20 @@ impl Client {
     }
 
     /// Tells the core the wall-clock time (since the Unix epoch), used to check TLS
-    /// certificate validity. Adapters call it before reporting connections.
+    /// certificate validity and to stamp records sent without a timestamp. Adapters call
+    /// it before reporting connections and whenever they hand the core a new `now`.
     pub fn handle_wall_clock(&mut self, since_unix_epoch: Duration) {
         self.wall_clock = since_unix_epoch;
+        self.wall_clock_at = self.last_now;
+    }
+
+    /// The wall clock at `now`, in ms since the Unix epoch: the last value given to
+    /// [`handle_wall_clock`](Self::handle_wall_clock) advanced by the time since.
+    pub(crate) fn wall_clock_ms(&self, now: Instant) -> i64 {
+        let since = self
+            .wall_clock_at
+            .map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
+        i64::try_from((self.wall_clock + since).as_millis()).unwrap_or(i64::MAX)
     }
 
     /// The configuration the client was made with.
@@ -571,6 +585,14 @@ impl Client {
         });
         self.maybe_refresh_metadata(now);
         self.sync_metadata_timer();
+    }
+
+    /// Marks a wanted topic as used at `now` (it stays in metadata another
+    /// `metadata.max.idle.ms`), for machines that route to its leader themselves.
+    pub(crate) fn touch_topic(&mut self, now: Instant, topic: &str) {
+        if let Some(used) = self.wanted_topics.get_mut(topic) {
+            *used = now;
+        }
     }
 
     /// Forgets a partition leader after a NOT_LEADER_OR_FOLLOWER-like error and refreshes.

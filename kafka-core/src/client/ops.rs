@@ -210,6 +210,12 @@ impl OpContext<'_> {
         self.client.request_metadata(self.now, topics);
     }
 
+    /// Keeps a topic this machine routes to by itself (to its leader's node) in the
+    /// metadata: without it the topic expires after `metadata.max.idle.ms`.
+    pub fn keep_topic(&mut self, topic: &str) {
+        self.client.touch_topic(self.now, topic);
+    }
+
     /// The cached coordinator of a group (`key_type` 0) or transactional id (1), if known.
     pub fn coordinator(&self, key_type: i8, key: &str) -> Option<i32> {
         self.client
@@ -222,6 +228,21 @@ impl OpContext<'_> {
     /// `retry.backoff.ms` and `retry.backoff.max.ms`).
     pub fn retry_backoff(&mut self, attempt: u32) -> Duration {
         self.client.retry_delay(attempt)
+    }
+
+    /// A seed for the machine's own pseudo-random choices (partitioner stickiness and the
+    /// like): from the client's seed and the machine's id, so a replayed run with the same
+    /// client seed makes the same choices.
+    pub fn seed(&self) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.client.seed[8..16]);
+        u64::from_be_bytes(b) ^ self.op.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// The wall clock now, in ms since the Unix epoch (from what the adapter last gave
+    /// the client, advanced by the `Instant`s since).
+    pub fn wall_clock_ms(&self) -> i64 {
+        self.client.wall_clock_ms(self.now)
     }
 
     /// Requests this machine owns that have not been taken yet.

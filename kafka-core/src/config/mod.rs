@@ -39,7 +39,7 @@
 //!
 //! Layout: one file per section (`common`, `security`, `ssl`), each owning its settings
 //! struct, its typed setters on [`ClientConfigBuilder`], its string-key table and its
-//! `build` checks. Producer, consumer and admin settings are future sections: a
+//! `build` checks. Consumer and admin settings are future sections: a
 //! section adds a field to the builder and to [`ClientConfig`], and its key table to
 //! `SECTIONS`. Until then their keys are reported as unknown.
 
@@ -47,6 +47,7 @@ mod address;
 mod common;
 mod error;
 mod parse;
+mod producer;
 mod security;
 mod ssl;
 
@@ -56,6 +57,7 @@ mod tests;
 pub use address::{BrokerAddress, ClientDnsLookup};
 pub use common::CommonConfig;
 pub use error::ConfigError;
+pub use producer::{Acks, ProducerConfig};
 pub use security::{OAuthToken, SaslConfig, SecurityConfig, SecurityProtocol, TokenProvider};
 pub use ssl::{EndpointIdentification, SslConfig};
 
@@ -67,6 +69,7 @@ pub use ssl::{EndpointIdentification, SslConfig};
 pub struct ClientConfig {
     common: CommonConfig,
     security: SecurityConfig,
+    producer: ProducerConfig,
 }
 
 impl ClientConfig {
@@ -141,6 +144,11 @@ impl ClientConfig {
         &self.security
     }
 
+    /// Producer settings (batching, acks, idempotence, buffer budget, compression).
+    pub fn producer(&self) -> &ProducerConfig {
+        &self.producer
+    }
+
     /// The bootstrap brokers (`bootstrap.servers`), never empty.
     pub fn bootstrap_servers(&self) -> &[BrokerAddress] {
         &self.common.bootstrap_servers
@@ -161,6 +169,7 @@ pub struct ClientConfigBuilder {
     /// Common settings; `bootstrap_servers` is filled in by `build`.
     common: CommonConfig,
     security: SecurityConfig,
+    producer: ProducerConfig,
     /// Misuse of a typed setter, reported by `build` (setters do not fail).
     misuse: Option<ConfigError>,
 }
@@ -210,7 +219,12 @@ impl ClientConfigBuilder {
         self.security.validate()?;
         let mut security = self.security.clone();
         security.ssl.apply_key_password()?;
-        Ok(ClientConfig { common, security })
+        self.producer.validate(&common)?;
+        Ok(ClientConfig {
+            common,
+            security,
+            producer: self.producer.clone(),
+        })
     }
 }
 
@@ -255,5 +269,5 @@ impl std::fmt::Debug for KeyInfo {
     }
 }
 
-/// Every section's key table. Producer, consumer and admin sections are added here.
-const SECTIONS: &[&[KeyInfo]] = &[common::KEYS, security::KEYS, ssl::KEYS];
+/// Every section's key table. Consumer and admin sections are added here.
+const SECTIONS: &[&[KeyInfo]] = &[common::KEYS, security::KEYS, ssl::KEYS, producer::KEYS];

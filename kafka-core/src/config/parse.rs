@@ -41,6 +41,15 @@ pub(crate) fn millis_long(value: &str) -> Result<Duration, String> {
     ))
 }
 
+/// `true` or `false` (Java's boolean keys, case-insensitive).
+pub(crate) fn boolean(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("expected true or false".into()),
+    }
+}
+
 /// Free text (ids, names): control characters are refused, since the text ends up in
 /// request headers and logs.
 pub(crate) fn text(value: &str) -> Result<String, String> {

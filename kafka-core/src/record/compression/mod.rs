@@ -77,6 +77,11 @@ impl Compression {
         }
     }
 
+    /// The codec Kafka calls `name` (`compression.type`), if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// Whether this build can encode and decode the codec.
     pub fn is_enabled(self) -> bool {
         match self {

@@ -1,0 +1,400 @@
+//! The accumulator: one open batch per partition, written as v2 bytes while records
+//! arrive, sealed on `batch.size`, `linger.ms` or flush, then queued for the sender;
+//! and `buffer.memory`, charged per batch and never exceeded.
+//!
+//! A partition's queue holds its sealed batches in send order. Retries go back to the
+//! front of it, in their original order, once nothing of the partition is in flight
+//! (see `sender.rs`), so the queue order is the partition's order.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+
+use super::delivery::{BatchId, ProduceError, Report};
+use super::partitioner::Sticky;
+use crate::protocol::types::Uuid;
+use crate::record::{Append, BatchBuilder, BatchOptions, NewRecord, RecordError};
+
+/// Header bytes of a v2 batch.
+pub(super) const BATCH_OVERHEAD: usize = crate::record::BATCH_HEADER_LEN;
+
+/// A sealed batch on its way to the broker, owned by its partition's queue or by the
+/// request carrying it.
+#[derive(Debug)]
+pub(super) struct Batch {
+    pub(super) id: BatchId,
+    /// Index of its partition in [`Accumulator::parts`].
+    pub(super) part: usize,
+    pub(super) records: u32,
+    /// The batch as on the wire; not shared until its first send freezes it.
+    pub(super) bytes: BatchBytes,
+    /// When its first record was appended (the delivery timeout counts from here).
+    pub(super) created: Instant,
+    /// Bytes charged to `buffer.memory`.
+    pub(super) charged: usize,
+    /// Base sequence and epoch written into it, once assigned (idempotence).
+    pub(super) seq: Option<(i32, i16)>,
+    /// Position in the partition's send order, once first sent.
+    pub(super) order: u64,
+    /// Times sent.
+    pub(super) attempts: u32,
+    /// A request carrying it was written and its outcome never learnt.
+    pub(super) maybe_written: bool,
+}
+
+/// The bytes of a sealed batch: mutable until sent (the producer fields are written
+/// then), shared after.
+#[derive(Debug)]
+pub(super) enum BatchBytes {
+    Unsent(BytesMut),
+    Sent(Bytes),
+}
+
+impl BatchBytes {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            BatchBytes::Unsent(b) => b.len(),
+            BatchBytes::Sent(b) => b.len(),
+        }
+    }
+
+    /// Mutable access for rewriting the producer fields (copies only if a request
+    /// still holds the bytes, which the sender never lets happen).
+    pub(super) fn as_mut(&mut self) -> &mut BytesMut {
+        if let BatchBytes::Sent(b) = self {
+            let owned = std::mem::take(b);
+            let m = owned
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+            *self = BatchBytes::Unsent(m);
+        }
+        match self {
+            BatchBytes::Unsent(m) => m,
+            BatchBytes::Sent(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// Shared bytes for a request.
+    pub(super) fn share(&mut self) -> Bytes {
+        if let BatchBytes::Unsent(m) = self {
+            *self = BatchBytes::Sent(std::mem::take(m).freeze());
+        }
+        match self {
+            BatchBytes::Sent(b) => b.clone(),
+            BatchBytes::Unsent(_) => unreachable!("frozen above"),
+        }
+    }
+}
+
+/// The batch being filled.
+#[derive(Debug)]
+struct OpenBatch {
+    id: BatchId,
+    created: Instant,
+    charged: usize,
+}
+
+/// One partition's producing state.
+#[derive(Debug)]
+pub(super) struct Part {
+    pub(super) topic: Arc<str>,
+    pub(super) topic_id: Uuid,
+    pub(super) partition: i32,
+    builder: BatchBuilder,
+    open: Option<OpenBatch>,
+    /// Sealed batches to send, in order (retries first).
+    pub(super) queued: VecDeque<Batch>,
+    /// Batches of this partition in unresolved requests.
+    pub(super) inflight: u32,
+    /// Batches that failed retriably and wait for `inflight` to reach 0.
+    pub(super) failed: Vec<Batch>,
+    /// The next base sequence to assign (idempotence).
+    pub(super) next_seq: i32,
+    /// The sequence the broker expects after the last acknowledged batch.
+    pub(super) acked_next: i32,
+    /// The next send-order position.
+    pub(super) next_order: u64,
+    /// Not before this instant (retry backoff).
+    pub(super) backoff_until: Option<Instant>,
+}
+
+/// What the producer knows of one topic.
+#[derive(Debug)]
+pub(super) struct TopicEntry {
+    pub(super) name: Arc<str>,
+    pub(super) id: Uuid,
+    /// Partition count.
+    pub(super) partitions: i32,
+    /// Index in `parts` by partition number.
+    pub(super) parts: Vec<usize>,
+    /// Partitions with a known leader.
+    pub(super) available: Vec<i32>,
+    pub(super) sticky: Sticky,
+}
+
+/// Per-partition batches and the memory budget.
+pub(super) struct Accumulator {
+    pub(super) parts: Vec<Part>,
+    pub(super) topics: HashMap<Box<str>, TopicEntry>,
+    opts: BatchOptions,
+    batch_size: usize,
+    linger: Duration,
+    budget: usize,
+    used: usize,
+    next_batch: u64,
+    /// Open batches by linger deadline.
+    lingering: BTreeSet<(Instant, usize)>,
+    /// Partitions with queued batches.
+    pub(super) ready: BTreeSet<usize>,
+    /// Batches not yet reported, by id (the smallest tells what a flush waits for).
+    pub(super) outstanding: BTreeSet<u64>,
+    /// Reports not yet taken by the application.
+    pub(super) reports: VecDeque<Report>,
+}
+
+impl Accumulator {
+    pub(super) fn new(
+        opts: BatchOptions,
+        batch_size: usize,
+        linger: Duration,
+        budget: usize,
+    ) -> Self {
+        Accumulator {
+            parts: Vec::new(),
+            topics: HashMap::new(),
+            opts,
+            batch_size,
+            linger,
+            budget,
+            used: 0,
+            next_batch: 0,
+            lingering: BTreeSet::new(),
+            ready: BTreeSet::new(),
+            outstanding: BTreeSet::new(),
+            reports: VecDeque::new(),
+        }
+    }
+
+    pub(super) fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    /// Bytes charged to `buffer.memory` now.
+    pub(super) fn used(&self) -> usize {
+        self.used
+    }
+
+    pub(super) fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// The partition index for `(topic entry, partition)`, creating its state.
+    pub(super) fn part_index(&mut self, topic: &str, partition: i32) -> Result<usize, RecordError> {
+        let entry = self
+            .topics
+            .get_mut(topic)
+            .expect("topic entry exists before partitions are asked for");
+        let p = partition as usize;
+        if let Some(&i) = entry.parts.get(p).filter(|&&i| i != usize::MAX) {
+            return Ok(i);
+        }
+        if entry.parts.len() <= p {
+            entry.parts.resize(p + 1, usize::MAX);
+        }
+        let i = self.parts.len();
+        self.parts.push(Part {
+            topic: entry.name.clone(),
+            topic_id: entry.id,
+            partition,
+            builder: BatchBuilder::new(self.opts, self.batch_size)?,
+            open: None,
+            queued: VecDeque::new(),
+            inflight: 0,
+            failed: Vec::new(),
+            next_seq: 0,
+            acked_next: 0,
+            next_order: 0,
+            backoff_until: None,
+        });
+        entry.parts[p] = i;
+        Ok(i)
+    }
+
+    /// Whether `size` more bytes (one record's upper bound) fit the budget, counting
+    /// the reservation of a new batch if the partition has none open.
+    pub(super) fn fits(&self, part: usize, size: usize) -> bool {
+        let extra = if self.parts[part].open.is_some() {
+            size
+        } else {
+            self.reservation().max(size + BATCH_OVERHEAD)
+        };
+        self.used + extra <= self.budget
+    }
+
+    /// What a new batch is charged up front: the builder's buffer reservation.
+    fn reservation(&self) -> usize {
+        BATCH_OVERHEAD + self.batch_size.min(1 << 20)
+    }
+
+    /// Appends a record (already checked with [`fits`](Self::fits)); returns the
+    /// batch and index it got.
+    pub(super) fn append(
+        &mut self,
+        now: Instant,
+        part: usize,
+        record: &NewRecord<'_>,
+        size: usize,
+    ) -> Result<(BatchId, u32), RecordError> {
+        if self.parts[part].open.is_some() {
+            match self.parts[part].builder.append_record(record)? {
+                Append::Appended { offset_delta } => {
+                    let id = self.grow(part);
+                    return Ok((id, offset_delta as u32));
+                }
+                Append::Full => self.seal(part)?,
+            }
+        }
+        self.open(now, part, size);
+        match self.parts[part].builder.append_record(record) {
+            Ok(Append::Appended { offset_delta }) => {
+                let id = self.grow(part);
+                Ok((id, offset_delta as u32))
+            }
+            Ok(Append::Full) => unreachable!("the first record of a batch is always appended"),
+            Err(e) => {
+                self.discard_open(part);
+                Err(e)
+            }
+        }
+    }
+
+    /// Charges growth of the open batch past its reservation; returns its id.
+    fn grow(&mut self, part: usize) -> BatchId {
+        let size = self.parts[part].builder.estimated_size();
+        let open = self.parts[part].open.as_mut().expect("open batch");
+        if size > open.charged {
+            self.used += size - open.charged;
+            open.charged = size;
+        }
+        open.id
+    }
+
+    fn open(&mut self, now: Instant, part: usize, size: usize) {
+        let charged = self.reservation().max(size + BATCH_OVERHEAD);
+        self.used += charged;
+        let id = BatchId(self.next_batch);
+        self.next_batch += 1;
+        self.outstanding.insert(id.0);
+        self.parts[part].open = Some(OpenBatch {
+            id,
+            created: now,
+            charged,
+        });
+        self.lingering.insert((now + self.linger, part));
+    }
+
+    /// Drops an open batch that got no record (its first append failed).
+    fn discard_open(&mut self, part: usize) {
+        if let Some(open) = self.parts[part].open.take() {
+            self.used -= open.charged;
+            self.outstanding.remove(&open.id.0);
+            self.lingering.remove(&(open.created + self.linger, part));
+        }
+        self.parts[part].builder.reset();
+    }
+
+    /// Seals the partition's open batch into its queue.
+    pub(super) fn seal(&mut self, part: usize) -> Result<(), RecordError> {
+        let Some(open) = self.parts[part].open.take() else {
+            return Ok(());
+        };
+        self.lingering.remove(&(open.created + self.linger, part));
+        let p = &mut self.parts[part];
+        let records = p.builder.len() as u32;
+        let sealed = match p.builder.seal() {
+            Ok(s) => s,
+            Err(e) => {
+                // A codec failure: report the batch failed rather than lose it silently.
+                p.builder.reset();
+                self.used -= open.charged;
+                self.outstanding.remove(&open.id.0);
+                let report = Report {
+                    batch: open.id,
+                    topic: p.topic.clone(),
+                    partition: p.partition,
+                    records,
+                    outcome: Err(ProduceError::Request(format!("sealing the batch: {e}"))),
+                };
+                self.reports.push_back(report);
+                return Err(e);
+            }
+        };
+        let charged = open.charged.max(sealed.bytes.len());
+        self.used += charged - open.charged;
+        p.queued.push_back(Batch {
+            id: open.id,
+            part,
+            records,
+            bytes: BatchBytes::Unsent(sealed.bytes),
+            created: open.created,
+            charged,
+            seq: None,
+            order: 0,
+            attempts: 0,
+            maybe_written: false,
+        });
+        self.ready.insert(part);
+        Ok(())
+    }
+
+    /// Seals every open batch whose linger time is up at `now`; returns the next
+    /// linger deadline.
+    pub(super) fn seal_due(&mut self, now: Instant) -> Option<Instant> {
+        while let Some(&(at, part)) = self.lingering.first() {
+            if at > now {
+                return Some(at);
+            }
+            self.lingering.pop_first();
+            // A sealing failure is reported inside `seal`.
+            let _ = self.seal(part);
+        }
+        None
+    }
+
+    /// Seals every open batch (flush, close).
+    pub(super) fn seal_all(&mut self) {
+        while let Some((_, part)) = self.lingering.pop_first() {
+            let _ = self.seal(part);
+        }
+    }
+
+    /// Ends a batch: releases its charge and queues its report.
+    pub(super) fn finish(&mut self, batch: Batch, outcome: Result<super::Delivered, ProduceError>) {
+        self.used -= batch.charged;
+        self.outstanding.remove(&batch.id.0);
+        let p = &self.parts[batch.part];
+        self.reports.push_back(Report {
+            batch: batch.id,
+            topic: p.topic.clone(),
+            partition: p.partition,
+            records: batch.records,
+            outcome,
+        });
+    }
+
+    /// Fails every batch that is not in a request: open, queued and waiting retries.
+    pub(super) fn fail_all(&mut self, mut error: impl FnMut(&Batch) -> ProduceError) {
+        self.seal_all();
+        for part in 0..self.parts.len() {
+            let mut batches: Vec<Batch> = self.parts[part].queued.drain(..).collect();
+            batches.append(&mut self.parts[part].failed);
+            for b in batches {
+                let e = error(&b);
+                self.finish(b, Err(e));
+            }
+        }
+        self.ready.clear();
+    }
+}

@@ -1,0 +1,508 @@
+//! The producer: a long-lived machine run by the [`Client`](crate::client::Client) that
+//! batches records per partition, sends them with Kafka's idempotence guarantees, and
+//! reports how every record ended.
+//!
+//! ```text
+//! send ──► partitioner ──► accumulator (v2 bytes, per partition) ──seal──► queue
+//!                                                                   │
+//!   reports ◄── delivery ◄── sender (Produce per broker) ◄──────────┘
+//!                              ▲
+//!                        idempotence (producer id, epoch, sequences)
+//! ```
+//!
+//! Files: `delivery` (records in, reports out), `partitioner`, `accumulator`, `sender`,
+//! `idempotence`, `metrics`.
+//!
+//! Driving it: start it with [`Client::start_op`](crate::client::Client::start_op), then
+//! give it records and take reports through
+//! [`Client::command`](crate::client::Client::command):
+//!
+//! ```no_run
+//! # use std::time::Instant;
+//! # use kafka_core::client::{Client, Event};
+//! # use kafka_core::config::ClientConfig;
+//! # use kafka_core::producer::{Producer, ProducerRecord};
+//! # let config = ClientConfig::builder().bootstrap_servers("localhost:9092").build().unwrap();
+//! # let mut client = Client::new(config.clone(), [7; 32]).unwrap();
+//! let now = Instant::now();
+//! let producer = client.start_op(now, Producer::new(&config).unwrap());
+//! let sent = client.command(now, producer, |p, cx| {
+//!     p.send(cx, &ProducerRecord::new("events", b"hello").key(b"k1"))
+//! });
+//! // ... drive the client's I/O; on `Event::Notify(r)` with `producer == r`:
+//! client.command(now, producer, |p, _| {
+//!     while let Some(report) = p.take_report() {
+//!         println!("{:?}", report.outcome);
+//!     }
+//! });
+//! ```
+//!
+//! Guarantees, with idempotence (the default): every record ends in exactly one
+//! [`Report`] (delivered, failed, or timed out saying whether it may have been written);
+//! a partition's records are written in send order and never twice, under retries,
+//! leader changes and lost answers.
+
+mod accumulator;
+mod delivery;
+mod idempotence;
+mod metrics;
+mod partitioner;
+mod sender;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+pub use delivery::{
+    Appended, BatchId, Blocked, Delivered, ProduceError, ProducerRecord, Report, SendError,
+};
+pub use metrics::ProducerMetrics;
+pub use partitioner::{murmur2, partition_for_key, Partitioner};
+
+use accumulator::{Accumulator, TopicEntry, BATCH_OVERHEAD};
+use idempotence::{Idempotence, Step};
+use metrics::Metrics;
+use partitioner::{Rng, Sticky};
+use sender::{restart_sequences, Sender, SenderConfig};
+
+use crate::client::{Notice, OpContext, Operation};
+use crate::config::{ClientConfig, ConfigError};
+use crate::protocol::KafkaCode;
+use crate::record::{BatchOptions, NewRecord};
+
+/// Where [`flush`](Producer::flush) was called: done once every batch opened before it
+/// is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlushToken(u64);
+
+/// The producer machine. See the module docs.
+pub struct Producer {
+    acc: Accumulator,
+    sender: Sender,
+    idem: Idempotence,
+    metrics: Metrics,
+    partitioner: Option<Box<dyn Partitioner>>,
+    rng: Option<Rng>,
+    ignore_keys: bool,
+    max_request_size: usize,
+    /// Metadata generation last applied to the topic entries.
+    metadata_generation: u64,
+    /// Topics a send waits for.
+    waiting_topics: BTreeSet<String>,
+    /// A send was refused for lack of buffer space.
+    blocked_on_buffer: bool,
+    closing: bool,
+    fatal: Option<ProduceError>,
+    /// Flushing until this batch id (exclusive) is reported.
+    flush_until: Option<u64>,
+    /// The next batch id a new batch gets (for flush tokens).
+    batches_opened: u64,
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("parts", &self.acc.parts.len())
+            .field("in_flight", &self.sender.in_flight())
+            .field("buffer_used", &self.acc.used())
+            .field("closing", &self.closing)
+            .field("fatal", &self.fatal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Producer {
+    /// A producer with the producer settings of `config` (those of the client it runs
+    /// in). Fails if the codec is not built in.
+    pub fn new(config: &ClientConfig) -> Result<Self, ConfigError> {
+        let p = config.producer();
+        let c = config.common();
+        let opts = BatchOptions {
+            compression: p.compression,
+            compression_level: p.compression_level(),
+            ..Default::default()
+        };
+        let cfg = SenderConfig {
+            acks: p.acks,
+            request_timeout: c.request_timeout,
+            max_request_size: p.max_request_size,
+            max_in_flight: c.max_in_flight_requests_per_connection,
+            retries: c.retries,
+            delivery_timeout: p.delivery_timeout,
+        };
+        // Validate the codec now rather than at the first record.
+        crate::record::BatchBuilder::new(opts, p.batch_size).map_err(|e| {
+            ConfigError::invalid(
+                "compression.type",
+                p.compression.name(),
+                false,
+                e.to_string(),
+            )
+        })?;
+        Ok(Producer {
+            acc: Accumulator::new(opts, p.batch_size, p.linger, p.buffer_memory),
+            sender: Sender::new(cfg),
+            idem: Idempotence::new(p.idempotent(c)),
+            metrics: Metrics::default(),
+            partitioner: None,
+            rng: None,
+            ignore_keys: p.partitioner_ignore_keys,
+            max_request_size: p.max_request_size,
+            metadata_generation: u64::MAX,
+            waiting_topics: BTreeSet::new(),
+            blocked_on_buffer: false,
+            closing: false,
+            fatal: None,
+            flush_until: None,
+            batches_opened: 0,
+        })
+    }
+
+    /// Uses `partitioner` before the built-in rules.
+    pub fn with_partitioner(mut self, partitioner: impl Partitioner) -> Self {
+        self.partitioner = Some(Box::new(partitioner));
+        self
+    }
+
+    /// Whether the producer is idempotent.
+    pub fn is_idempotent(&self) -> bool {
+        self.idem.enabled()
+    }
+
+    /// Appends a record to its partition's open batch. The bytes are copied at once.
+    ///
+    /// [`SendError::WouldBlock`] means "not now": the topic's metadata is unknown (it
+    /// has been asked for) or `buffer.memory` is full; the producer notifies when that
+    /// may have changed. Every other error is final for this record alone.
+    pub fn send(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        record: &ProducerRecord<'_>,
+    ) -> Result<Appended, SendError> {
+        if let Some(e) = &self.fatal {
+            return Err(SendError::Fatal(e.clone()));
+        }
+        if self.closing {
+            return Err(SendError::Closed);
+        }
+        if !self.acc.topics.contains_key(record.topic) {
+            self.learn_topic(cx, record.topic)?;
+        }
+        let size = upper_bound(record);
+        if size + BATCH_OVERHEAD > self.max_request_size {
+            return Err(too_large(size, self.max_request_size, "max.request.size"));
+        }
+        if size + BATCH_OVERHEAD > self.acc.budget() {
+            return Err(too_large(size, self.acc.budget(), "buffer.memory"));
+        }
+        let partition = self.choose_partition(cx, record, size)?;
+        let part = self.acc.part_index(record.topic, partition)?;
+        if !self.acc.fits(part, size) {
+            self.blocked_on_buffer = true;
+            return Err(SendError::WouldBlock(Blocked::BufferFull));
+        }
+        let timestamp = record.timestamp.unwrap_or_else(|| cx.wall_clock_ms());
+        let new = NewRecord {
+            timestamp,
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+        };
+        let (batch, index) = self.acc.append(cx.now(), part, &new, size)?;
+        self.batches_opened = self.batches_opened.max(batch.0 + 1);
+        self.metrics.records_appended += 1;
+        Ok(Appended {
+            batch,
+            index,
+            partition,
+            timestamp,
+        })
+    }
+
+    /// Seals every open batch now (linger is cut short) and returns a token for
+    /// [`is_flushed`](Self::is_flushed): flushed once every record sent before is
+    /// reported.
+    pub fn flush(&mut self) -> FlushToken {
+        self.acc.seal_all();
+        let token = FlushToken(self.batches_opened);
+        self.flush_until = Some(self.flush_until.unwrap_or(0).max(token.0));
+        token
+    }
+
+    /// Whether every record sent before `token` was taken is reported.
+    pub fn is_flushed(&self, token: FlushToken) -> bool {
+        self.acc.outstanding.first().is_none_or(|&id| id >= token.0)
+    }
+
+    /// Stops taking records; the machine finishes once every record is reported.
+    pub fn close(&mut self) {
+        self.closing = true;
+        self.acc.seal_all();
+    }
+
+    /// Gives up on everything unreported: unsent batches are reported
+    /// [`ProduceError::Closed`] (not delivered), batches in flight `Closed` possibly
+    /// delivered. The machine then finishes.
+    pub fn abort(&mut self, cx: &mut OpContext<'_>) {
+        self.closing = true;
+        self.sender.abandon(cx, &mut self.acc);
+        self.acc.fail_all(|_| ProduceError::Closed {
+            possibly_delivered: false,
+        });
+    }
+
+    /// The next report, oldest first.
+    pub fn take_report(&mut self) -> Option<Report> {
+        self.acc.reports.pop_front()
+    }
+
+    /// Batches (and so records) not yet reported.
+    pub fn batches_outstanding(&self) -> usize {
+        self.acc.outstanding.len()
+    }
+
+    /// The fatal error, once the producer has one.
+    pub fn fatal_error(&self) -> Option<&ProduceError> {
+        self.fatal.as_ref()
+    }
+
+    /// A snapshot of the counters.
+    pub fn metrics(&self) -> ProducerMetrics {
+        let m = &self.metrics;
+        ProducerMetrics {
+            records_appended: m.records_appended,
+            records_sent: m.records_sent,
+            records_delivered: m.records_delivered,
+            records_failed: m.records_failed,
+            batches_sent: m.batches_sent,
+            bytes_sent: m.bytes_sent,
+            requests_sent: m.requests_sent,
+            retries: m.retries,
+            duplicates: m.duplicates,
+            unexpected_responses: m.unexpected_responses,
+            errors: m.errors.clone(),
+            request_latency_avg: m.average_latency(),
+            request_latency_max: m.max_latency(),
+            requests_in_flight: self.sender.in_flight(),
+            buffer_used: self.acc.used(),
+            buffer_limit: self.acc.budget(),
+            batches_outstanding: self.acc.outstanding.len(),
+            epoch_bumps: self.idem.bumps,
+        }
+    }
+
+    /// Makes the topic known from metadata, or asks for it.
+    fn learn_topic(&mut self, cx: &mut OpContext<'_>, topic: &str) -> Result<(), SendError> {
+        if let Some(entry) = topic_entry(cx, topic) {
+            self.acc.topics.insert(topic.into(), entry);
+            self.waiting_topics.remove(topic);
+            return Ok(());
+        }
+        if let Some(code) = cx.metadata().topic_error(topic).map(KafkaCode) {
+            let waits = code == KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
+                || code == KafkaCode::LEADER_NOT_AVAILABLE
+                || code.is_retriable();
+            if !waits {
+                return Err(SendError::Topic {
+                    topic: topic.to_string(),
+                    code,
+                });
+            }
+        }
+        self.waiting_topics.insert(topic.to_string());
+        cx.request_metadata([topic.to_string()]);
+        Err(SendError::WouldBlock(Blocked::Metadata))
+    }
+
+    fn choose_partition(
+        &mut self,
+        cx: &OpContext<'_>,
+        record: &ProducerRecord<'_>,
+        size: usize,
+    ) -> Result<i32, SendError> {
+        let batch_size = self.acc.batch_size();
+        let entry = self
+            .acc
+            .topics
+            .get_mut(record.topic)
+            .expect("learnt before choosing");
+        let n = entry.partitions;
+        let chosen = match record.partition {
+            Some(p) => p,
+            None => {
+                let custom = self
+                    .partitioner
+                    .as_mut()
+                    .and_then(|c| c.partition(record.topic, record.key, record.value, n));
+                match (custom, record.key) {
+                    (Some(p), _) => p,
+                    (None, Some(key)) if !self.ignore_keys => partition_for_key(key, n),
+                    _ => {
+                        let rng = self.rng.get_or_insert_with(|| Rng::new(cx.seed()));
+                        entry
+                            .sticky
+                            .next(size, batch_size, n, &entry.available, rng)
+                    }
+                }
+            }
+        };
+        if chosen < 0 || chosen >= n {
+            return Err(SendError::UnknownPartition {
+                topic: record.topic.to_string(),
+                partition: chosen,
+            });
+        }
+        Ok(chosen)
+    }
+
+    /// Applies new metadata to the topic entries (partition counts, leaders, ids).
+    fn refresh_topics(&mut self, cx: &OpContext<'_>) {
+        let generation = cx.metadata().generation();
+        if generation == self.metadata_generation {
+            return;
+        }
+        self.metadata_generation = generation;
+        for (name, entry) in self.acc.topics.iter_mut() {
+            if let Some(fresh) = topic_entry(cx, name) {
+                entry.id = fresh.id;
+                entry.partitions = entry.partitions.max(fresh.partitions);
+                entry.available = fresh.available;
+            }
+        }
+        for part in &mut self.acc.parts {
+            if let Some(t) = cx.metadata().topic(&part.topic) {
+                part.topic_id = t.id;
+            }
+        }
+    }
+
+    /// Whether a send refused with `WouldBlock` may now succeed.
+    fn unblocked(&mut self, cx: &OpContext<'_>) -> bool {
+        let mut any = false;
+        if self.blocked_on_buffer && self.acc.used() < self.acc.budget() {
+            self.blocked_on_buffer = false;
+            any = true;
+        }
+        if !self.waiting_topics.is_empty() {
+            let before = self.waiting_topics.len();
+            self.waiting_topics.retain(|t| {
+                cx.metadata()
+                    .topic(t)
+                    .is_none_or(|i| i.partitions.is_empty())
+                    && cx.metadata().topic_error(t).is_none()
+            });
+            any |= self.waiting_topics.len() != before;
+        }
+        any
+    }
+
+    fn become_fatal(&mut self, cx: &mut OpContext<'_>, code: KafkaCode) {
+        let error = ProduceError::Fatal { code };
+        tracing::error!(%code, "producer failed fatally");
+        self.fatal = Some(error.clone());
+        self.sender.abandon(cx, &mut self.acc);
+        self.acc.fail_all(|_| error.clone());
+    }
+}
+
+impl Operation for Producer {
+    type Output = ProducerMetrics;
+
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<ProducerMetrics> {
+        let now = cx.now();
+        self.refresh_topics(cx);
+        if self.fatal.is_none() {
+            if let Some(code) =
+                self.sender
+                    .collect(cx, &mut self.acc, &mut self.idem, &mut self.metrics)
+            {
+                self.become_fatal(cx, code);
+            }
+        }
+        if self.fatal.is_none() {
+            match self.idem.step(cx, self.sender.in_flight()) {
+                Step::Idle => {}
+                Step::NewEpoch => restart_sequences(&mut self.acc, &mut self.metrics),
+                Step::Fatal(code) => self.become_fatal(cx, code),
+            }
+        }
+        let flushing = self.closing || self.flush_until.is_some();
+        let linger = if flushing {
+            self.acc.seal_all();
+            None
+        } else {
+            self.acc.seal_due(now)
+        };
+        if let Some(until) = self.flush_until {
+            if self.acc.outstanding.first().is_none_or(|&id| id >= until) {
+                self.flush_until = None;
+            }
+        }
+        let expiry = self
+            .sender
+            .expire(now, &mut self.acc, &mut self.idem, &mut self.metrics);
+        let mut backoff = None;
+        if let (None, Some(pid)) = (&self.fatal, self.idem.current()) {
+            backoff = self.sender.drain(cx, &mut self.acc, pid, &mut self.metrics);
+        }
+        for at in [linger, expiry, backoff, self.idem.deadline()]
+            .into_iter()
+            .flatten()
+        {
+            cx.wake_at(at);
+        }
+        if !self.acc.reports.is_empty() || self.unblocked(cx) {
+            cx.notify();
+        }
+        let drained = self.acc.outstanding.is_empty() && self.sender.in_flight() == 0;
+        if self.closing && drained && self.acc.reports.is_empty() {
+            return Some(self.metrics());
+        }
+        None
+    }
+
+    fn notice(&mut self, notice: &Notice<'_>) -> bool {
+        matches!(notice, Notice::MetadataUpdated)
+    }
+}
+
+/// The producer's view of a topic in metadata (`None` if it has no partitions there).
+fn topic_entry(cx: &OpContext<'_>, topic: &str) -> Option<TopicEntry> {
+    let info = cx.metadata().topic(topic)?;
+    let partitions = info.partitions.keys().next_back().map(|&p| p + 1)?;
+    let available = info
+        .partitions
+        .iter()
+        .filter(|(_, p)| p.leader >= 0)
+        .map(|(&i, _)| i)
+        .collect();
+    Some(TopicEntry {
+        name: topic.into(),
+        id: info.id,
+        partitions,
+        parts: Vec::new(),
+        available,
+        sticky: Sticky::default(),
+    })
+}
+
+/// An upper bound of a record's encoded size inside a batch (Java's
+/// `estimateSizeInBytesUpperBound`, without the batch header).
+fn upper_bound(r: &ProducerRecord<'_>) -> usize {
+    // length, attributes, timestamp delta, offset delta, key and value lengths,
+    // header count: at most 5 + 1 + 10 + 5 + 5 + 5 + 5 bytes of varints.
+    let mut size = 36 + r.key.map_or(0, <[u8]>::len) + r.value.map_or(0, <[u8]>::len);
+    for h in r.headers {
+        size += 10 + h.key.len() + h.value.map_or(0, <[u8]>::len);
+    }
+    size
+}
+
+fn too_large(size: usize, limit: usize, key: &'static str) -> SendError {
+    SendError::RecordTooLarge {
+        size: size + BATCH_OVERHEAD,
+        limit,
+        key,
+    }
+}
