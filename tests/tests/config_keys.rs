@@ -7,8 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kafka_core::config::{ClientConfig, ClientDnsLookup, EndpointIdentification, SecurityProtocol};
+use kafka_core::config::{
+    Acks, ClientConfig, ClientDnsLookup, EndpointIdentification, SecurityProtocol,
+};
 use kafka_core::conn::sasl::Mechanism;
+use kafka_core::record::Compression;
 
 /// Keys accepted and parsed, but read by nothing yet: (key, why).
 const KNOWN_UNUSED: &[(&str, &str)] = &[
@@ -21,10 +24,15 @@ const KNOWN_UNUSED: &[(&str, &str)] = &[
         "the adapters enforce only socket.connection.setup.timeout.ms, without the \
          exponential growth up to this cap",
     ),
+    (
+        "max.block.ms",
+        "the producer machine refuses at once (WouldBlock); the adapters' producer \
+         surfaces that wait up to it are not written yet",
+    ),
 ];
 
 /// The most entries [`KNOWN_UNUSED`] may ever have: lower it when a key gets wired.
-const KNOWN_UNUSED_MAX: usize = 2;
+const KNOWN_UNUSED_MAX: usize = 3;
 
 const CA_PEM: &str = include_str!("../../kafka-core/src/conn/tls/testdata/ca.pem");
 const CLIENT_PEM: &str = include_str!("../../kafka-core/src/conn/tls/testdata/client.pem");
@@ -259,6 +267,82 @@ fn effects() -> Vec<Effect> {
             |c| c.security().ssl.endpoint_identification == EndpointIdentification::None,
             "endpoint_identification",
         ),
+        e("acks", "1", |c| c.producer().acks == Acks::Leader, "acks"),
+        e(
+            "batch.size",
+            "1000",
+            |c| c.producer().batch_size == 1000,
+            "batch_size",
+        ),
+        e(
+            "linger.ms",
+            "77",
+            |c| c.producer().linger == ms(77),
+            "linger",
+        ),
+        e(
+            "buffer.memory",
+            "2000000",
+            |c| c.producer().buffer_memory == 2_000_000,
+            "buffer_memory",
+        ),
+        e(
+            "compression.type",
+            "zstd",
+            |c| c.producer().compression == Compression::Zstd,
+            "compression",
+        ),
+        Effect {
+            key: "compression.gzip.level",
+            value: "4",
+            with: &[("compression.type", "gzip")],
+            shows: |c| c.producer().compression_level() == Some(4),
+            read_as: Ok("compression_level"),
+        },
+        Effect {
+            key: "compression.lz4.level",
+            value: "4",
+            with: &[("compression.type", "lz4")],
+            shows: |c| c.producer().compression_level() == Some(4),
+            read_as: Ok("compression_level"),
+        },
+        Effect {
+            key: "compression.zstd.level",
+            value: "7",
+            with: &[("compression.type", "zstd")],
+            shows: |c| c.producer().compression_level() == Some(7),
+            read_as: Ok("compression_level"),
+        },
+        e(
+            "max.request.size",
+            "5000000",
+            |c| c.producer().max_request_size == 5_000_000,
+            "max_request_size",
+        ),
+        e(
+            "enable.idempotence",
+            "false",
+            |c| !c.producer().idempotent(c.common()),
+            "idempotent",
+        ),
+        e(
+            "delivery.timeout.ms",
+            "300000",
+            |c| c.producer().delivery_timeout == ms(300_000),
+            "delivery_timeout",
+        ),
+        e(
+            "max.block.ms",
+            "1234",
+            |c| c.producer().max_block == ms(1234),
+            "max_block",
+        ),
+        e(
+            "partitioner.ignore.keys",
+            "true",
+            |c| c.producer().partitioner_ignore_keys,
+            "partitioner_ignore_keys",
+        ),
     ]
 }
 
@@ -384,13 +468,8 @@ fn every_accepted_key_has_an_effect_and_a_reader() {
 
 #[test]
 fn unknown_and_malformed_keys_are_refused_with_the_key_named() {
-    // Producer, consumer and admin keys are not accepted until their section exists.
-    for key in [
-        "linger.ms",
-        "group.id",
-        "ssl.keystore.location",
-        "sasl.jaas.config",
-    ] {
+    // Consumer and admin keys are not accepted until their section exists.
+    for key in ["group.id", "ssl.keystore.location", "sasl.jaas.config"] {
         let err = ClientConfig::from_pairs([("bootstrap.servers", "b:1"), (key, "x")])
             .unwrap_err()
             .to_string();

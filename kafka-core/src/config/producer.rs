@@ -316,10 +316,10 @@ pub(super) const KEYS: &[KeyInfo] = &[
         secret: false,
         apply: |b, v| {
             let l = parse::int(v, -1, 9)?;
-            b.producer.gzip_level = (l > 0).then_some(l as i32);
             if l == 0 {
                 return Err("expected 1..=9 or -1".into());
             }
+            b.producer.gzip_level = (l > 0).then_some(l as i32);
             Ok(())
         },
     },

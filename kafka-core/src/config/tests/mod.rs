@@ -48,6 +48,19 @@ const CASES: &[(&str, &str, &str)] = &[
     ("ssl.key.pem", KEY, CERT),
     ("ssl.key.password", "kp", "k\0p"),
     ("ssl.endpoint.identification.algorithm", "", "sha256"),
+    ("acks", "1", "2"),
+    ("batch.size", "32768", "-1"),
+    ("linger.ms", "20", "x"),
+    ("buffer.memory", "1048576", "-5"),
+    ("compression.type", "lz4", "brotli"),
+    ("compression.gzip.level", "6", "0"),
+    ("compression.lz4.level", "3", "18"),
+    ("compression.zstd.level", "10", "23"),
+    ("max.request.size", "2097152", "0"),
+    ("enable.idempotence", "false", "yes"),
+    ("delivery.timeout.ms", "200000", "-1"),
+    ("max.block.ms", "1000", "soon"),
+    ("partitioner.ignore.keys", "true", "1"),
 ];
 
 pub(super) fn base() -> ClientConfigBuilder {
@@ -183,14 +196,8 @@ fn unknown_keys_get_a_suggestion_when_close() {
     assert!(
         matches!(err, ConfigError::UnknownKey { suggestion: Some(s), .. } if s == "request.timeout.ms")
     );
-    // Producer/consumer keys are not supported yet.
-    for key in [
-        "acks",
-        "linger.ms",
-        "group.id",
-        "transactional.id",
-        "sasl.jaas.config",
-    ] {
+    // Consumer and transaction keys are not supported yet.
+    for key in ["group.id", "transactional.id", "sasl.jaas.config"] {
         let err = base().set(key, "1").unwrap_err();
         assert!(
             matches!(err, ConfigError::UnknownKey { .. }),
