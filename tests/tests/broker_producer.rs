@@ -52,3 +52,110 @@ fn idempotent_producer_exactly_once_in_order_lz4() {
 fn idempotent_producer_exactly_once_in_order_zstd() {
     exactly_once_in_order("zstd");
 }
+
+/// The Kafka jars the rig fetched (`tests/broker/rig fetch`).
+fn kafka_lib() -> std::path::PathBuf {
+    if let Ok(lib) = std::env::var("RIG_KAFKA_LIB") {
+        return lib.into();
+    }
+    let cache = std::env::var("RIG_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            let base = std::env::var("XDG_CACHE_HOME")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|_| {
+                    std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache")
+                });
+            base.join("kafka-rs-rig")
+        });
+    cache.join("kafka-4.3.1/lib")
+}
+
+/// Java's default partitioner and ours give every key the same partition: 20,000 keys
+/// (text and binary, 0 to 40 bytes) against partition counts 1 to 64, computed by
+/// Kafka's own `BuiltInPartitioner.partitionForKey` in a JVM.
+#[test]
+fn keyed_records_go_to_the_same_partition_as_with_the_java_client() {
+    if broker_or_skip("keyed_partitioning_matches_java").is_none() {
+        return; // the Kafka jars come with the rig
+    }
+    let dir = std::env::temp_dir().join(format!("kafka-rs-partition-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("KeyPartitions.java");
+    std::fs::write(
+        &src,
+        r#"
+import java.io.*;
+import java.util.HexFormat;
+import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
+public class KeyPartitions {
+  public static void main(String[] args) throws Exception {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+    StringBuilder out = new StringBuilder();
+    String line;
+    while ((line = in.readLine()) != null) {
+      String[] f = line.split(" ", -1);
+      byte[] key = HexFormat.of().parseHex(f[1]);
+      out.append(BuiltInPartitioner.partitionForKey(key, Integer.parseInt(f[0]))).append('\n');
+    }
+    System.out.print(out);
+  }
+}
+"#,
+    )
+    .unwrap();
+    let mut cases = Vec::new();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in 0..20_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let key: Vec<u8> = if i % 2 == 0 {
+            format!("user-{i}").into_bytes()
+        } else {
+            (0..(x % 41) as usize)
+                .map(|j| (x >> (j % 8 * 8)) as u8 ^ j as u8)
+                .collect()
+        };
+        let n = (i % 64) as i32 + 1;
+        cases.push((n, key));
+    }
+    let input: String = cases
+        .iter()
+        .map(|(n, k)| {
+            let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{n} {hex}\n")
+        })
+        .collect();
+    let cp = format!("{}/*", kafka_lib().display());
+    let mut child = std::process::Command::new("java")
+        .args(["-cp", &cp])
+        .arg(&src)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run java");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().expect("java output");
+    assert!(out.status.success(), "java failed");
+    let java: Vec<i32> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(java.len(), cases.len());
+    for ((n, key), want) in cases.iter().zip(java) {
+        assert_eq!(
+            kafka_core::producer::partition_for_key(key, *n),
+            want,
+            "key {key:?} over {n}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

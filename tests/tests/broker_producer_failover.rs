@@ -57,7 +57,10 @@ fn killing_a_leader_mid_stream_loses_and_duplicates_nothing() {
         if all {
             break leaders(&client, &topic);
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "no leaders after restart");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no leaders after restart"
+        );
     };
     let logs = read_back(&leaders, &topic, n);
     check_exactly_once(&sent, &logs, n, false);

@@ -195,7 +195,11 @@ pub(crate) fn leaders(client: &BlockingClient, topic: &str) -> Vec<String> {
 
 /// Every record (offset, key, value) of each partition, in offset order from 0, read
 /// from the partition leaders at `leaders[p]`.
-pub(crate) fn read_back(leaders: &[String], topic: &str, expected: u64) -> Vec<Vec<(i64, Bytes, Bytes)>> {
+pub(crate) fn read_back(
+    leaders: &[String],
+    topic: &str,
+    expected: u64,
+) -> Vec<Vec<(i64, Bytes, Bytes)>> {
     let mut conns: HashMap<String, RawClient> = HashMap::new();
     for addr in leaders {
         if !conns.contains_key(addr) {
