@@ -35,6 +35,7 @@
 
 mod runtime;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use kafka_core::admin::AdminError;
@@ -58,7 +59,8 @@ pub enum Error {
     Client(#[from] ClientError),
 }
 
-/// The async admin client: every admin operation as an `async` method with per-item
+/// The async admin client: every admin operation as a method returning a `'static`,
+/// `Send` future (spawn it as is; dropping it cancels the operation), with per-item
 /// results. Cheap to clone; all clones share one driver and its connections, which stop
 /// when the last clone (and the last unfinished [`Call`]) is dropped.
 #[derive(Clone, Debug)]
@@ -110,9 +112,10 @@ impl Admin {
         self.front.call(route, request)
     }
 
-    /// A snapshot of the cached cluster metadata.
-    pub async fn metadata(&self) -> Result<Metadata, AdminError> {
-        self.front.metadata().await
+    /// A snapshot of the cached cluster metadata (a `'static` future, like the named
+    /// methods').
+    pub fn metadata(&self) -> impl Future<Output = Result<Metadata, AdminError>> + Send + 'static {
+        self.front.metadata()
     }
 
     /// Sets the hook that receives [`Notice`]s: every broker connection failure (node and
@@ -125,8 +128,8 @@ impl Admin {
 
     /// The driver's outbound counters (bytes waiting for sockets, the most one socket has
     /// held).
-    pub async fn stats(&self) -> Result<HubStats, AdminError> {
-        self.front.stats().await
+    pub fn stats(&self) -> impl Future<Output = Result<HubStats, AdminError>> + Send + 'static {
+        self.front.stats()
     }
 
     kafka_core::admin_methods!(async run);

@@ -1,6 +1,7 @@
 //! Adapter-level behaviour of the tokio driver, without a broker: deadlines when nothing
 //! answers, shutdown when every handle is dropped, and `Cancelled` once the driver is gone.
 
+use std::future::Future;
 use std::io::Read;
 use std::net::TcpListener;
 use std::sync::mpsc;
@@ -151,4 +152,37 @@ fn admin_is_shareable_and_outside_a_runtime_refused() {
             .await
     });
     assert!(rt.block_on(task).expect("task").is_err());
+}
+
+/// Holds only for futures that borrow nothing.
+fn assert_static<F: Future + Send + 'static>(_: &F) {}
+
+#[test]
+fn named_methods_return_static_futures_that_outlive_the_admin() {
+    let rt = runtime();
+    let config = ClientConfig::from_pairs([
+        ("bootstrap.servers", "127.0.0.1:1"),
+        ("default.api.timeout.ms", "300"),
+    ])
+    .expect("config");
+    let admin = Admin::with_runtime(config, rt.handle()).expect("admin");
+    let listed = admin.list_topics();
+    // Borrowed arguments are consumed when the method is called, not when awaited.
+    let name = String::from("events");
+    let described = admin.describe_topics([name.as_str()]);
+    drop(name);
+    let metadata = admin.metadata();
+    assert_static(&listed);
+    assert_static(&described);
+    assert_static(&metadata);
+    drop(admin);
+    // The futures keep the driver alive; each ends by its deadline (nothing listens).
+    let listed = rt.spawn(listed);
+    let described = rt.spawn(described);
+    let metadata = rt.spawn(metadata);
+    let started = Instant::now();
+    assert!(rt.block_on(listed).expect("task").is_err());
+    assert!(rt.block_on(described).expect("task").is_err());
+    assert!(rt.block_on(metadata).expect("task").is_ok());
+    assert!(started.elapsed() < Duration::from_secs(10));
 }

@@ -3,11 +3,18 @@
 //! next to its operations (`__admin_methods_<group>!`).
 
 /// Expands to the named admin methods (`create_topics`, `describe_cluster`, ...) inside
-/// an adapter's `impl` block, each a one-liner over the adapter's generic runner:
-/// `admin_methods!(async run)` for `async fn run<O, T>(&self, op: O) -> Result<T, AdminError>`
-/// or `admin_methods!(blocking run)` for the blocking equivalent, where
-/// `O: Operation<Output = Result<T, AdminError>>`. Every method builds the operation with
-/// default options; use `run` with the operation's builder for the others.
+/// an adapter's `impl` block, each a one-liner over the adapter's generic runner, where
+/// `O: Operation<Output = Result<T, AdminError>>`:
+///
+/// - `admin_methods!(async run)` for `fn run<O, T>(&self, op: O) -> F` that starts the
+///   operation and returns `F: Future<Output = Result<T, AdminError>> + Send + 'static`
+///   (such as `kafka_driver::front::Call`). Each method builds its operation and starts
+///   it before returning, so the future holds neither `&self` nor the arguments: it can
+///   be spawned, and outlive the admin handle. Dropping it cancels the operation.
+/// - `admin_methods!(blocking run)` for `fn run<O, T>(&self, op: O) -> Result<T, AdminError>`.
+///
+/// Every method builds the operation with default options; use `run` with the
+/// operation's builder for the others.
 #[macro_export]
 macro_rules! admin_methods {
     ($mode:ident $run:ident) => {
@@ -30,8 +37,11 @@ macro_rules! __admin_method_list {
      $( $(#[doc = $doc:literal])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty = $ctor:expr; )*) => {
         $(
             $(#[doc = $doc])*
-            pub async fn $name(&self, $($arg: $ty),*) -> ::core::result::Result<$ret, $crate::admin::AdminError> {
-                self.$run($ctor).await
+            pub fn $name(&self, $($arg: $ty),*)
+                -> impl ::core::future::Future<Output = ::core::result::Result<$ret, $crate::admin::AdminError>>
+                    + ::core::marker::Send + 'static
+            {
+                self.$run($ctor)
             }
         )*
     };

@@ -1,7 +1,7 @@
 //! Offset operations: list offsets (earliest, latest, by timestamp, max timestamp), delete records.
 //!
-//! Both fan out to partition leaders (see `fanout`): one Metadata request finds the
-//! leaders, one request per leader carries its partitions, and partitions answered with a
+//! Both fan out to partition leaders (see `fanout`): a refresh of the client's metadata finds
+//! the leaders, one request per leader carries its partitions, and partitions answered with a
 //! stale-leader or retriable error (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE,
 //! UNKNOWN_TOPIC_OR_PARTITION right after creation, ...) are looked up and sent again
 //! until the deadline.

@@ -1,13 +1,12 @@
 //! Shared machinery of the group and transaction operations: one [`Call`] per item (a
 //! group, a transactional id, a partition), each with its own retries, and fan-out to
-//! every broker of the cluster.
+//! every broker of the cluster (brokers from the client's own metadata).
 
 use std::collections::BTreeMap;
 
 use crate::admin::{AdminError, Call, Deadline, OpContext};
 use crate::cluster::Route;
 use crate::conn::RequestError;
-use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use crate::protocol::{KafkaCode, Request};
 
 /// What to do with an item after its call answered.
@@ -140,14 +139,19 @@ where
 /// Outcomes by broker node id.
 pub(crate) type PerBroker<T> = BTreeMap<i32, Result<T, AdminError>>;
 
-/// The same request to every broker of the cluster (brokers from a Metadata request),
-/// with per-broker outcomes: one broker's failure says nothing about the others.
+/// The same request to every broker of the cluster, with per-broker outcomes: one
+/// broker's failure says nothing about the others.
+///
+/// The brokers come from the client's own metadata (one metadata path, as in the
+/// per-leader fan-out): a client that has metadata keeps it no older than
+/// `metadata.max.age.ms`, so its broker list is used as it is and nothing is sent to
+/// learn it. A client without metadata yet is asked for a refresh, and the fan-out starts
+/// once an answer newer than the ask arrived.
 #[derive(Debug)]
 pub(crate) struct AllBrokers<R: Request, T> {
     request: R,
-    metadata: Option<Call<MetadataRequest>>,
-    /// Brokers the Metadata answer listed.
-    listed: Vec<i32>,
+    /// The metadata generation when this fan-out asked the client for a refresh.
+    asked: Option<u64>,
     brokers: Option<Keyed<i32, R, T>>,
 }
 
@@ -160,8 +164,7 @@ where
     pub(crate) fn new(request: R) -> Self {
         AllBrokers {
             request,
-            metadata: None,
-            listed: Vec::new(),
+            asked: None,
             brokers: None,
         }
     }
@@ -184,33 +187,15 @@ where
             &mut OpContext<'_>,
         ) -> Step<T>,
     ) -> Option<Result<PerBroker<T>, AdminError>> {
-        if self.brokers.is_none() && self.listed.is_empty() {
-            let call = self.metadata.get_or_insert_with(|| {
-                Call::new(
-                    Route::Any,
-                    MetadataRequest {
-                        topics: Some(Vec::new()),
-                        allow_auto_topic_creation: false,
-                        ..Default::default()
-                    },
-                )
-            });
-            let resp: MetadataResponse = match call.poll(cx, deadline)? {
-                Ok(r) => r,
+        if self.brokers.is_none() {
+            let listed = match self.list_brokers(cx, deadline)? {
+                Ok(listed) => listed,
                 Err(e) => return Some(Err(e)),
             };
-            if resp.brokers.is_empty() {
-                return Some(Err(AdminError::Protocol(
-                    "metadata lists no brokers".into(),
-                )));
-            }
-            self.listed = resp.brokers.iter().map(|b| b.node_id).collect();
-        }
-        if self.brokers.is_none() {
             // Route::Broker waits in the client until its metadata knows the broker.
             let mut keyed = Keyed::new();
-            for n in &self.listed {
-                keyed.insert(*n, Call::new(Route::Broker(*n), self.request.clone()));
+            for n in listed {
+                keyed.insert(n, Call::new(Route::Broker(n), self.request.clone()));
             }
             self.brokers = Some(keyed);
         }
@@ -220,6 +205,37 @@ where
         } else {
             None
         }
+    }
+
+    /// The brokers in the client's metadata; `None` while waiting for its first answer.
+    fn list_brokers(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        deadline: Deadline,
+    ) -> Option<Result<Vec<i32>, AdminError>> {
+        let metadata = cx.metadata();
+        let answered = match self.asked {
+            None => metadata.generation() > 0 && !metadata.brokers().is_empty(),
+            Some(asked) => metadata.generation() > asked,
+        };
+        if answered {
+            if metadata.brokers().is_empty() {
+                return Some(Err(AdminError::Protocol(
+                    "metadata lists no brokers".into(),
+                )));
+            }
+            return Some(Ok(metadata.brokers().keys().copied().collect()));
+        }
+        if deadline.passed(cx) {
+            return Some(Err(AdminError::Timeout));
+        }
+        if self.asked.is_none() {
+            self.asked = Some(metadata.generation());
+            cx.request_metadata(std::iter::empty());
+        }
+        // Polled again on the client's MetadataUpdated notice, or at the deadline.
+        cx.wake_at(deadline.0);
+        None
     }
 }
 

@@ -2,6 +2,7 @@
 //! operations against scripted brokers (fan-out merging, DescribeGroups fallback,
 //! coordinator retries).
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 
 use bytes::Bytes;
@@ -225,6 +226,47 @@ fn list_merges_brokers_and_reports_a_failed_one() {
         out.errors[&2].code(),
         Some(KafkaCode::CLUSTER_AUTHORIZATION_FAILED)
     );
+}
+
+/// A scripted cluster that lists group `g` on every broker and counts Metadata requests.
+fn list_answer<'a>(metadata_asked: &'a Cell<u32>) -> impl FnMut(&str, &Seen) -> Vec<u8> + 'a {
+    move |host, seen| match seen.api() {
+        ApiKey::Metadata => {
+            metadata_asked.set(metadata_asked.get() + 1);
+            reply(seen, &two_brokers())
+        }
+        ApiKey::ListGroups => reply(
+            seen,
+            &ListGroupsResponse {
+                groups: vec![listed(&format!("g-{host}"), "consumer")],
+                ..Default::default()
+            },
+        ),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn list_learns_brokers_from_the_clients_metadata_and_sends_none_when_it_is_fresh() {
+    let mut cluster = Cluster::new();
+    let metadata_asked = Cell::new(0);
+    // A cold client: the fan-out asks the client for its metadata, and the client's one
+    // refresh serves both the broker list and the routes to b1 and b2.
+    let out = cluster
+        .run(ListConsumerGroups::new(), list_answer(&metadata_asked))
+        .unwrap();
+    assert_eq!(metadata_asked.get(), 1);
+    assert_eq!(
+        out.groups.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["g-b1", "g-b2"]
+    );
+    // Fresh metadata: no Metadata request at all, every broker still asked.
+    let out = cluster
+        .run(ListConsumerGroups::new(), list_answer(&metadata_asked))
+        .unwrap();
+    assert_eq!(metadata_asked.get(), 1);
+    assert_eq!(out.groups.len(), 2, "{out:?}");
+    assert!(out.errors.is_empty(), "{out:?}");
 }
 
 #[test]

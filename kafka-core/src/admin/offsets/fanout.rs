@@ -1,7 +1,7 @@
-//! Per-partition requests fanned out to partition leaders: one Metadata request finds
-//! the leaders, one request per leader broker carries its partitions, and partitions
-//! answered with a stale-leader or retriable error go back through a fresh Metadata
-//! lookup until the deadline.
+//! Per-partition requests fanned out to partition leaders: a refresh of the client's
+//! metadata finds the leaders, one request per leader broker carries its partitions,
+//! and partitions answered with a stale-leader or retriable error go back through a
+//! fresh metadata lookup until the deadline.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;

@@ -13,6 +13,7 @@ use crate::protocol::messages::metadata::response::{
     MetadataResponsePartition, MetadataResponseTopic,
 };
 use crate::protocol::ApiKey;
+use crate::test_support::Seen;
 
 fn txn(id: &str, pid: i64, state: &str) -> TransactionState {
     TransactionState {
@@ -67,6 +68,38 @@ fn list_transactions_sends_filters_and_merges_brokers() {
     assert_eq!(out.transactions["a"].coordinator, 1);
     assert_eq!(out.transactions["b"].coordinator, 2);
     assert_eq!(out.transactions["b"].state, "Ongoing");
+}
+
+#[test]
+fn list_transactions_sends_no_metadata_request_when_the_clients_metadata_is_fresh() {
+    let mut cluster = Cluster::new();
+    let mut metadata_asked = 0;
+    let mut answer = |host: &str, seen: &Seen| match seen.api() {
+        ApiKey::Metadata => {
+            metadata_asked += 1;
+            reply(seen, &two_brokers())
+        }
+        ApiKey::ListTransactions => {
+            let id = format!("t-{host}");
+            let resp = ListTransactionsResponse {
+                transaction_states: vec![txn(&id, 1, "Ongoing")],
+                ..Default::default()
+            };
+            reply(seen, &resp)
+        }
+        other => panic!("unexpected {other:?}"),
+    };
+    cluster.run(ListTransactions::new(), &mut answer).unwrap();
+    let out = cluster.run(ListTransactions::new(), &mut answer).unwrap();
+    // One refresh for the cold client, none for the second listing.
+    assert_eq!(metadata_asked, 1);
+    assert_eq!(
+        out.transactions
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["t-b1", "t-b2"]
+    );
 }
 
 fn leader_metadata(leader: i32) -> crate::protocol::messages::metadata::MetadataResponse {
