@@ -159,3 +159,136 @@ public class KeyPartitions {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Kafka's own console consumer reads our keys, values, headers and timestamps unchanged,
+/// for every codec.
+#[test]
+fn the_console_consumer_reads_our_records_unchanged_for_every_codec() {
+    use std::time::Instant;
+
+    use kafka_blocking::BlockingClient;
+    use kafka_core::config::ClientConfig;
+    use kafka_core::producer::{Producer, ProducerRecord, SendError};
+    use kafka_core::record::NewHeader;
+
+    let Some(addr) = broker_or_skip("console_consumer_reads_our_records") else {
+        return;
+    };
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let codecs = ["none", "gzip", "snappy", "lz4", "zstd"];
+    for codec in codecs {
+        let topic = format!("producer-console-{stamp}-{codec}");
+        let config = ClientConfig::from_pairs([
+            ("bootstrap.servers", addr.as_str()),
+            ("compression.type", codec),
+        ])
+        .unwrap();
+        let client = BlockingClient::new(config.clone()).unwrap();
+        producer_common::create_topic(&client, &topic, 1);
+        let producer = Producer::new(&config).unwrap();
+        let id = client
+            .with_core(move |c| c.start_op(Instant::now(), producer))
+            .unwrap();
+        let mut next = 0u64;
+        let start = Instant::now();
+        while next < 20 {
+            let t = topic.clone();
+            next = client
+                .with_core(move |c| {
+                    c.command(Instant::now(), id, |p, cx| {
+                        let mut i = next;
+                        while i < 20 {
+                            let (k, v, h) =
+                                (format!("k{i}"), format!("v{i}-{codec}"), format!("x{i}"));
+                            let headers = [
+                                NewHeader {
+                                    key: "h1",
+                                    value: Some(h.as_bytes()),
+                                },
+                                NewHeader {
+                                    key: "h2",
+                                    value: Some(b"const"),
+                                },
+                            ];
+                            let rec = ProducerRecord::new(&t, v.as_bytes())
+                                .key(k.as_bytes())
+                                .headers(&headers)
+                                .timestamp(1_700_000_000_000 + i as i64);
+                            match p.send(cx, &rec) {
+                                Ok(_) => i += 1,
+                                Err(SendError::WouldBlock(_)) => break,
+                                Err(e) => panic!("send: {e}"),
+                            }
+                        }
+                        p.flush();
+                        i
+                    })
+                })
+                .unwrap()
+                .unwrap();
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "metadata never came"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let start = Instant::now();
+        loop {
+            let done = client
+                .with_core(move |c| c.command(Instant::now(), id, |p, _| p.batches_outstanding()))
+                .unwrap()
+                .unwrap();
+            if done == 0 {
+                break;
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(30));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    let rig = concat!(env!("CARGO_MANIFEST_DIR"), "/broker/rig");
+    let out = std::process::Command::new(rig)
+        .args([
+            "tool",
+            "org.apache.kafka.tools.consumer.ConsoleConsumer",
+            "--bootstrap-server",
+            &addr,
+            "--include",
+            &format!("producer-console-{stamp}-.*"),
+            "--from-beginning",
+            "--max-messages",
+            "100",
+            "--timeout-ms",
+            "30000",
+            "--formatter-property",
+            "print.key=true",
+            "--formatter-property",
+            "print.headers=true",
+            "--formatter-property",
+            "print.timestamp=true",
+            "--formatter-property",
+            "key.separator=|",
+        ])
+        .output()
+        .expect("console consumer");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The topic has several partitions: the console consumer interleaves them.
+    let mut lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("CreateTime"))
+        .collect();
+    lines.sort_unstable();
+    let mut want: Vec<String> = codecs
+        .iter()
+        .flat_map(|codec| {
+            (0..20u64).map(move |i| {
+                let ts = 1_700_000_000_000 + i;
+                format!("CreateTime:{ts}|h1:x{i},h2:const|k{i}|v{i}-{codec}")
+            })
+        })
+        .collect();
+    want.sort_unstable();
+    assert_eq!(lines, want, "{text}");
+}
