@@ -199,6 +199,26 @@ impl OpContext<'_> {
         self.client.invalidate_leader(self.now, topic, partition);
     }
 
+    /// Applies a KIP-951 leader hint (see [`Metadata::apply_leader_hint`]); without
+    /// one that applies, forgets the leader and refreshes metadata instead.
+    pub fn leader_hint(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        leader: i32,
+        epoch: i32,
+        endpoint: Option<crate::cluster::BrokerInfo>,
+    ) -> bool {
+        let applied = self
+            .client
+            .metadata
+            .apply_leader_hint(topic, partition, leader, epoch, endpoint);
+        if !applied {
+            self.invalidate_leader(topic, partition);
+        }
+        applied
+    }
+
     /// Forgets a coordinator (see [`Client::invalidate_coordinator`]).
     pub fn invalidate_coordinator(&mut self, key: &str) {
         self.client.invalidate_coordinator(key);

@@ -179,6 +179,45 @@ impl Metadata {
         }
     }
 
+    /// Applies a leader hint from a Produce or Fetch answer (KIP-951): `leader` leads
+    /// the partition at `epoch`, reachable at `endpoint` if given. Applied only when the
+    /// epoch is newer than the cached one and the leader's address is known (cached or
+    /// given); returns whether it was. Counts as a metadata change (generation).
+    pub fn apply_leader_hint(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        leader: i32,
+        epoch: i32,
+        endpoint: Option<BrokerInfo>,
+    ) -> bool {
+        if leader < 0 || epoch < 0 {
+            return false;
+        }
+        let Some(p) = self
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.partitions.get_mut(&partition))
+        else {
+            return false;
+        };
+        if epoch <= p.leader_epoch {
+            return false;
+        }
+        if !self.brokers.contains_key(&leader) {
+            match endpoint {
+                Some(b) if b.node_id == leader && b.port != 0 => {
+                    self.brokers.insert(leader, b);
+                }
+                _ => return false,
+            }
+        }
+        p.leader = leader;
+        p.leader_epoch = epoch;
+        self.generation += 1;
+        true
+    }
+
     /// Forgets every leader on `node_id` (after that broker became unreachable).
     pub fn invalidate_broker_leaders(&mut self, node_id: i32) {
         self.invalidate_broker(node_id);

@@ -18,6 +18,7 @@ pub(super) struct Metrics {
     pub(super) retries: u64,
     pub(super) duplicates: u64,
     pub(super) unexpected_responses: u64,
+    pub(super) leader_hints: u64,
     pub(super) errors: BTreeMap<i16, u64>,
     latency_sum: Duration,
     latency_max: Duration,
@@ -69,6 +70,8 @@ pub struct ProducerMetrics {
     pub duplicates: u64,
     /// Answers that left out a partition we sent.
     pub unexpected_responses: u64,
+    /// Leader hints from Produce answers applied without a metadata round trip (KIP-951).
+    pub leader_hints: u64,
     /// Error codes seen in Produce answers, by code.
     pub errors: BTreeMap<i16, u64>,
     /// Mean time from send to answer of a Produce request.

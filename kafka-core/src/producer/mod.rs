@@ -281,6 +281,7 @@ impl Producer {
             retries: m.retries,
             duplicates: m.duplicates,
             unexpected_responses: m.unexpected_responses,
+            leader_hints: m.leader_hints,
             errors: m.errors.clone(),
             request_latency_avg: m.average_latency(),
             request_latency_max: m.max_latency(),

@@ -19,7 +19,7 @@ use super::delivery::{Delivered, ProduceError};
 use super::idempotence::{add_sequence, Idempotence};
 use super::metrics::Metrics;
 use crate::client::{OpContext, RequestId, RequestOptions};
-use crate::cluster::Route;
+use crate::cluster::{BrokerInfo, Route};
 use crate::config::Acks;
 use crate::conn::RequestError;
 use crate::protocol::messages::produce::request::{PartitionProduceData, TopicProduceData};
@@ -48,6 +48,13 @@ enum Outcome {
         code: Option<KafkaCode>,
         maybe_written: bool,
         refresh: bool,
+    },
+    /// NOT_LEADER-like, with the new leader named in the answer (KIP-951).
+    RetryAt {
+        code: KafkaCode,
+        leader: i32,
+        epoch: i32,
+        endpoint: Option<BrokerInfo>,
     },
     /// Retried after an epoch bump (the broker proved it did not append it).
     BumpThenRetry,
@@ -327,7 +334,33 @@ impl Sender {
                 refresh: true,
             };
         };
-        classify(r, batch, p.acked_next, idem.enabled(), metrics)
+        let outcome = classify(r, batch, p.acked_next, idem.enabled(), metrics);
+        let leader = &r.current_leader;
+        match outcome {
+            Outcome::Retry {
+                code: Some(code),
+                refresh: true,
+                ..
+            } if leader.leader_id >= 0 && leader.leader_epoch >= 0 => {
+                let endpoint = resp
+                    .node_endpoints
+                    .iter()
+                    .find(|n| n.node_id == leader.leader_id)
+                    .map(|n| BrokerInfo {
+                        node_id: n.node_id,
+                        host: n.host.clone(),
+                        port: u16::try_from(n.port).unwrap_or(0),
+                        rack: n.rack.clone(),
+                    });
+                Outcome::RetryAt {
+                    code,
+                    leader: leader.leader_id,
+                    epoch: leader.leader_epoch,
+                    endpoint,
+                }
+            }
+            other => other,
+        }
     }
 
     /// Applies an outcome; returns the code if it is fatal.
@@ -343,6 +376,26 @@ impl Sender {
         let now = cx.now();
         let part = batch.part;
         acc.parts[part].inflight -= 1;
+        let outcome = match outcome {
+            Outcome::RetryAt {
+                code,
+                leader,
+                epoch,
+                endpoint,
+            } => {
+                let p = &acc.parts[part];
+                let (topic, partition) = (p.topic.clone(), p.partition);
+                if cx.leader_hint(&topic, partition, leader, epoch, endpoint) {
+                    metrics.leader_hints += 1;
+                }
+                Outcome::Retry {
+                    code: Some(code),
+                    maybe_written: false,
+                    refresh: false,
+                }
+            }
+            other => other,
+        };
         match outcome {
             Outcome::Delivered(d) => {
                 if let Some((seq, _)) = batch.seq {
@@ -358,9 +411,6 @@ impl Sender {
                 refresh,
             } => {
                 batch.maybe_written |= maybe_written;
-                if let Some(code) = code {
-                    metrics.count_error(code);
-                }
                 if refresh {
                     let p = &acc.parts[part];
                     let (topic, partition) = (p.topic.clone(), p.partition);
@@ -385,6 +435,8 @@ impl Sender {
                 }
                 None
             }
+            // Turned into a plain retry above.
+            Outcome::RetryAt { .. } => None,
             Outcome::BumpThenRetry => {
                 idem.want_bump();
                 acc.parts[part].failed.push(batch);

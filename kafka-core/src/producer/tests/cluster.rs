@@ -56,6 +56,8 @@ pub(super) struct Faults {
     pub(super) codes: VecDeque<i16>,
     /// Keep Produce requests unanswered until cleared.
     pub(super) hold: bool,
+    /// Name the new leader in NOT_LEADER_OR_FOLLOWER answers (KIP-951).
+    pub hints: bool,
     /// Changes every Produce answer before it is sent (bad-input scenarios).
     pub(super) mangle: Option<fn(&mut ProduceResponse)>,
 }
@@ -77,6 +79,7 @@ pub(super) struct Cluster {
     /// What each appended record holds, by batch id and index.
     pub(super) sent: HashMap<(u64, u32), Bytes>,
     pub(super) produce_requests: usize,
+    pub(super) metadata_requests: usize,
     pub(super) topic_id: Uuid,
 }
 
@@ -111,6 +114,7 @@ impl Cluster {
             reports: Vec::new(),
             sent: HashMap::new(),
             produce_requests: 0,
+            metadata_requests: 0,
             topic_id: Uuid::from_bytes([7; 16]),
         }
     }
@@ -269,6 +273,7 @@ impl Cluster {
         match seen.api() {
             ApiKey::ApiVersions => self.reply(conn, &seen, &broker_versions()),
             ApiKey::Metadata => {
+                self.metadata_requests += 1;
                 let m = self.metadata();
                 self.reply(conn, &seen, &m);
             }
@@ -366,8 +371,19 @@ impl Cluster {
                 ..Default::default()
             });
         }
+        let node_endpoints = if self.faults.hints {
+            vec![crate::protocol::messages::produce::response::NodeEndpoint {
+                node_id: 2,
+                host: "b2".into(),
+                port: 9092,
+                ..Default::default()
+            }]
+        } else {
+            Vec::new()
+        };
         ProduceResponse {
             responses,
+            node_endpoints,
             ..Default::default()
         }
     }
@@ -386,7 +402,12 @@ impl Cluster {
             return answer(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION, -1);
         };
         if part.leader != node {
-            return answer(KafkaCode::NOT_LEADER_OR_FOLLOWER, -1);
+            let mut a = answer(KafkaCode::NOT_LEADER_OR_FOLLOWER, -1);
+            if self.faults.hints {
+                a.current_leader.leader_id = part.leader;
+                a.current_leader.leader_epoch = part.leader_epoch;
+            }
+            return a;
         }
         if let Some(code) = self.faults.codes.pop_front() {
             return answer(KafkaCode(code), -1);

@@ -128,6 +128,25 @@ fn a_leader_change_with_five_requests_in_flight_keeps_order_and_loses_nothing() 
 }
 
 #[test]
+fn a_leader_named_in_the_answer_is_used_without_a_metadata_round_trip() {
+    let mut c = Cluster::new(&[]);
+    send_many(&mut c, 0, 6);
+    assert!(c.run_until(Duration::from_secs(2), all_reported));
+    c.faults.hints = true;
+    for p in 0..PARTITIONS {
+        c.move_leader(p, 2);
+    }
+    let before = c.metadata_requests;
+    send_many(&mut c, 6, 60);
+    assert!(c.run_until(Duration::from_secs(2), all_reported));
+    assert_eq!(c.check_guarantees(), 66);
+    let m = metrics(&mut c);
+    assert_eq!(m.leader_hints, PARTITIONS as u64, "{m:?}");
+    assert_eq!(c.metadata_requests, before, "no metadata request needed");
+    assert!(c.parts.iter().all(|p| p.values.len() == 11));
+}
+
+#[test]
 fn out_of_order_at_the_head_fails_that_batch_alone_and_bumps_the_epoch() {
     let mut c = Cluster::new(&[]);
     send_many(&mut c, 0, 6);
