@@ -204,10 +204,10 @@ impl Metadata {
         if epoch <= p.leader_epoch {
             return false;
         }
-        if !self.brokers.contains_key(&leader) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.brokers.entry(leader) {
             match endpoint {
                 Some(b) if b.node_id == leader && b.port != 0 => {
-                    self.brokers.insert(leader, b);
+                    slot.insert(b);
                 }
                 _ => return false,
             }
