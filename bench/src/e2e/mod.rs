@@ -409,10 +409,34 @@ impl Harness {
         Ok(())
     }
 
-    fn variants(&self, w: &Workload) -> Vec<Variant> {
+    /// Every client's runs of `w`; a client that cannot run it is skipped with a note.
+    fn variants(&mut self, w: &Workload) -> Vec<Variant> {
         let mut out = Vec::new();
         for (i, p) in self.peers.iter().enumerate() {
             let consume = !w.is_produce();
+            let txn = matches!(
+                w.kind,
+                Kind::Produce {
+                    txn_records: Some(_),
+                    ..
+                }
+            );
+            let cannot = if consume {
+                p.cannot_consume()
+            } else if txn {
+                p.cannot_transact()
+            } else {
+                None
+            };
+            if let Some(why) = cannot {
+                eprintln!("e2e: {}: SKIPPED {}: {why}", w.id, p.client.name());
+                self.notes.push(format!(
+                    "skipped **{}** in {}: {why}",
+                    p.client.name(),
+                    w.id
+                ));
+                continue;
+            }
             if consume && matches!(w.kind, Kind::Consume { group: false }) && !p.can_assign() {
                 continue;
             }
@@ -469,6 +493,19 @@ impl Harness {
 
     fn startup_run(&mut self, i: usize, produce: bool, round: u32, pool: &Path) {
         let p = &self.peers[i];
+        if let Some(why) = p.cannot_consume().filter(|_| !produce) {
+            if round == 1 {
+                eprintln!(
+                    "e2e: start-up (consume): SKIPPED {}: {why}",
+                    p.client.name()
+                );
+                self.notes.push(format!(
+                    "skipped **{}** in the consume start-up runs: {why}",
+                    p.client.name()
+                ));
+            }
+            return;
+        }
         let cmd = if produce {
             p.produce_cmd(&ProduceSpec {
                 bootstrap: &self.broker.bootstrap,

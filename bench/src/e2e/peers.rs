@@ -1,8 +1,8 @@
 //! The clients under test. Each one is a program the runner builds from registry
 //! packages and runs once per measurement:
 //!
-//! - **contract peers** (rust-rdkafka, franz-go, and ours once it has a producer and a
-//!   consumer) follow `bench/peers/README.md`: `PROGRAM produce|consume --key value ...`,
+//! - **contract peers** (rust-rdkafka, franz-go, and ours: producer only so far, no
+//!   consumer and no transactions) follow `bench/peers/README.md`: `PROGRAM produce|consume --key value ...`,
 //!   one JSON result line on stdout;
 //! - **Java** is Kafka's own `ProducerPerformance` / `ConsumerPerformance` from the jars
 //!   the rig fetches, run through `tests/broker/rig tool`; their text output is parsed.
@@ -42,9 +42,10 @@ impl Client {
     }
 }
 
-/// Why ours has no rows yet.
-pub(crate) const OURS_MISSING: &str =
-    "not implemented yet (producer/consumer land with issues 13/14)";
+/// Why ours has no consume rows yet.
+pub(crate) const OURS_NO_CONSUMER: &str = "ours: no consumer yet";
+/// Why ours has no transactional rows yet.
+pub(crate) const OURS_NO_TRANSACTIONS: &str = "ours: no transactions yet";
 
 /// Java tool JVM flags: the perf scripts' heap and G1 settings, one processor (the
 /// client is pinned to one core).
@@ -123,7 +124,31 @@ pub(crate) fn build(client: Client, ctx: &BuildCtx) -> Result<Peer, String> {
     std::fs::create_dir_all(&ctx.log_dir).map_err(|e| e.to_string())?;
     let t0 = std::time::Instant::now();
     let (program, how) = match client {
-        Client::Ours => return Err(OURS_MISSING.into()),
+        Client::Ours => {
+            // The workspace's own target dir: shares the runner's dependency builds.
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut c = Command::new(cargo);
+            c.args([
+                "build",
+                "--release",
+                "-p",
+                "kafka-bench",
+                "--bin",
+                "e2e-peer-ours",
+                "--manifest-path",
+            ])
+            .arg(ctx.repo.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&ctx.target);
+            run_logged(c, &ctx.log_dir.join("build-ours.log"))?;
+            (
+                Program::Contract {
+                    path: ctx.target.join("release/e2e-peer-ours"),
+                    env: Vec::new(),
+                },
+                "cargo build --release -p kafka-bench --bin e2e-peer-ours (kafka-blocking)",
+            )
+        }
         Client::Rdkafka => {
             let dir = ctx.target.join("e2e-peers/rdkafka");
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -441,6 +466,16 @@ impl Peer {
     /// Whether this client can run `group == false` consumes (partition assignment).
     pub(crate) fn can_assign(&self) -> bool {
         !matches!(self.program, Program::JavaTools { .. })
+    }
+
+    /// Why this client cannot run consumes, if it cannot.
+    pub(crate) fn cannot_consume(&self) -> Option<&'static str> {
+        (self.client == Client::Ours).then_some(OURS_NO_CONSUMER)
+    }
+
+    /// Why this client cannot run transactional produces, if it cannot.
+    pub(crate) fn cannot_transact(&self) -> Option<&'static str> {
+        (self.client == Client::Ours).then_some(OURS_NO_TRANSACTIONS)
     }
 
     /// Reads the client's own report of a run.
