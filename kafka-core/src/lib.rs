@@ -11,6 +11,8 @@
 //! - [`cluster`]: metadata (brokers, leaders, epochs), routes, lanes and backoff.
 //! - [`conn`]: one broker connection as a state machine: framing, correlation ids,
 //!   version negotiation, SASL, TLS, request timeouts and throttling.
+//! - [`consumer`]: the consumer's fetcher machine: fetch sessions (KIP-227), position
+//!   resets, the fetch buffer budget, records as slices of fetched buffers.
 //! - [`producer`]: the producer machine: partitioner, per-partition batches, Produce
 //!   requests, idempotence (producer id, epochs, sequences) and delivery reports.
 //! - [`protocol`]: generated codecs for every Kafka API key and version, the request and
@@ -25,6 +27,7 @@ pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod conn;
+pub mod consumer;
 pub mod producer;
 pub mod protocol;
 pub mod record;

@@ -292,3 +292,69 @@ fn the_console_consumer_reads_our_records_unchanged_for_every_codec() {
     want.sort_unstable();
     assert_eq!(lines, want, "{text}");
 }
+
+/// Producing to a topic that does not exist yet auto-creates it on a broker that allows
+/// it (the rig does), as with Java's producer: the send waits for metadata, then goes.
+#[test]
+fn a_missing_topic_is_auto_created_by_the_first_send() {
+    use std::time::{Duration, Instant};
+
+    use kafka_blocking::BlockingClient;
+    use kafka_core::config::ClientConfig;
+    use kafka_core::producer::{Producer, ProducerRecord, SendError};
+
+    let Some(addr) = broker_or_skip("a_missing_topic_is_auto_created") else {
+        return;
+    };
+    let topic = format!(
+        "producer-auto-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    );
+    let config = ClientConfig::from_pairs([("bootstrap.servers", addr.as_str())]).unwrap();
+    let client = BlockingClient::new(config.clone()).unwrap();
+    let producer = Producer::new(&config).unwrap();
+    let id = client
+        .with_core(move |c| c.start_op(Instant::now(), producer))
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let t = topic.clone();
+        let sent = client
+            .with_core(move |c| {
+                c.command(Instant::now(), id, |p, cx| {
+                    match p.send(cx, &ProducerRecord::new(&t, b"first")) {
+                        Ok(_) => Ok(true),
+                        Err(SendError::WouldBlock(_)) => Ok(false),
+                        Err(e) => Err(e),
+                    }
+                })
+            })
+            .unwrap()
+            .unwrap()
+            .expect("send");
+        if sent {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "topic never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    loop {
+        let report = client
+            .with_core(move |c| c.command(Instant::now(), id, |p, _| p.take_report()))
+            .unwrap()
+            .unwrap();
+        if let Some(r) = report {
+            let d = r.outcome.expect("delivered");
+            assert_eq!(d.base_offset, 0);
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no delivery");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

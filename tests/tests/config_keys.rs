@@ -8,17 +8,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kafka_core::config::{
-    Acks, ClientConfig, ClientDnsLookup, EndpointIdentification, SecurityProtocol,
+    Acks, ClientConfig, ClientDnsLookup, EndpointIdentification, IsolationLevel, OffsetReset,
+    SecurityProtocol,
 };
 use kafka_core::conn::sasl::Mechanism;
 use kafka_core::record::Compression;
 
 /// Keys accepted and parsed, but read by nothing yet: (key, why).
 const KNOWN_UNUSED: &[(&str, &str)] = &[
-    (
-        "client.rack",
-        "consumer-only (Fetch `rack_id`, KIP-392); there is no consumer yet",
-    ),
     (
         "socket.connection.setup.timeout.max.ms",
         "the adapters enforce only socket.connection.setup.timeout.ms, without the \
@@ -32,7 +29,7 @@ const KNOWN_UNUSED: &[(&str, &str)] = &[
 ];
 
 /// The most entries [`KNOWN_UNUSED`] may ever have: lower it when a key gets wired.
-const KNOWN_UNUSED_MAX: usize = 3;
+const KNOWN_UNUSED_MAX: usize = 2;
 
 const CA_PEM: &str = include_str!("../../kafka-core/src/conn/tls/testdata/ca.pem");
 const CLIENT_PEM: &str = include_str!("../../kafka-core/src/conn/tls/testdata/client.pem");
@@ -342,6 +339,54 @@ fn effects() -> Vec<Effect> {
             "true",
             |c| c.producer().partitioner_ignore_keys,
             "partitioner_ignore_keys",
+        ),
+        e(
+            "auto.offset.reset",
+            "earliest",
+            |c| c.consumer().auto_offset_reset == OffsetReset::Earliest,
+            "auto_offset_reset",
+        ),
+        e(
+            "fetch.min.bytes",
+            "1024",
+            |c| c.consumer().fetch_min_bytes == 1024,
+            "fetch_min_bytes",
+        ),
+        e(
+            "fetch.max.bytes",
+            "1048576",
+            |c| c.consumer().fetch_max_bytes == 1_048_576,
+            "fetch_max_bytes",
+        ),
+        e(
+            "fetch.max.wait.ms",
+            "100",
+            |c| c.consumer().fetch_max_wait == ms(100),
+            "fetch_max_wait",
+        ),
+        e(
+            "max.partition.fetch.bytes",
+            "65536",
+            |c| c.consumer().max_partition_fetch_bytes == 65_536,
+            "max_partition_fetch_bytes",
+        ),
+        e(
+            "max.poll.records",
+            "10",
+            |c| c.consumer().max_poll_records == 10,
+            "max_poll_records",
+        ),
+        e(
+            "isolation.level",
+            "read_committed",
+            |c| c.consumer().isolation_level == IsolationLevel::ReadCommitted,
+            "isolation_level",
+        ),
+        e(
+            "queued.max.messages.kbytes",
+            "1024",
+            |c| c.consumer().queued_max_kbytes == 1024,
+            "queued_max_kbytes",
         ),
     ]
 }

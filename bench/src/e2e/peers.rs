@@ -126,11 +126,20 @@ pub(crate) fn build(client: Client, ctx: &BuildCtx) -> Result<Peer, String> {
     let (program, how) = match client {
         Client::Ours => {
             // The workspace's own target dir: shares the runner's dependency builds.
+            // E2E_OURS_PROFILE=test (the CI quick step) reuses the test build instead of
+            // a release build of every dependency; figures need the default, release.
+            let profile = std::env::var("E2E_OURS_PROFILE").unwrap_or_else(|_| "release".into());
+            let dir = if profile == "release" {
+                "release"
+            } else {
+                "debug"
+            };
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let mut c = Command::new(cargo);
             c.args([
                 "build",
-                "--release",
+                "--profile",
+                &profile,
                 "-p",
                 "kafka-bench",
                 "--bin",
@@ -141,12 +150,18 @@ pub(crate) fn build(client: Client, ctx: &BuildCtx) -> Result<Peer, String> {
             .arg("--target-dir")
             .arg(&ctx.target);
             run_logged(c, &ctx.log_dir.join("build-ours.log"))?;
+            let how = if profile == "release" {
+                "cargo build --release -p kafka-bench --bin e2e-peer-ours (kafka-blocking)"
+            } else {
+                "cargo build --profile test -p kafka-bench --bin e2e-peer-ours (kafka-blocking; \
+                 CI quick mode: not for figures)"
+            };
             (
                 Program::Contract {
-                    path: ctx.target.join("release/e2e-peer-ours"),
+                    path: ctx.target.join(dir).join("e2e-peer-ours"),
                     env: Vec::new(),
                 },
-                "cargo build --release -p kafka-bench --bin e2e-peer-ours (kafka-blocking)",
+                how,
             )
         }
         Client::Rdkafka => {

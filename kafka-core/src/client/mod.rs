@@ -243,6 +243,9 @@ pub struct Client {
     /// Topics to keep in metadata, with when a request last routed to them (they expire
     /// after `metadata.max.idle.ms`).
     wanted_topics: BTreeMap<String, Instant>,
+    /// Metadata requests let the broker auto-create topics (a producer runs here, as
+    /// Java's producer metadata does).
+    auto_create_topics: bool,
     #[cfg(feature = "tls")]
     tls: Option<crate::conn::tls::TlsClientConfig>,
     wall_clock: Duration,
@@ -355,6 +358,7 @@ impl Client {
             metadata_due: None,
             metadata_in_flight: false,
             wanted_topics: Default::default(),
+            auto_create_topics: false,
             ops: BTreeMap::new(),
             op_outputs: HashMap::new(),
             app_done: HashSet::new(),

@@ -230,6 +230,12 @@ impl OpContext<'_> {
         self.client.request_metadata(self.now, topics);
     }
 
+    /// Lets this client's metadata requests auto-create topics on brokers that allow
+    /// it (`auto.create.topics.enable`), as Java's producer does.
+    pub fn allow_topic_auto_creation(&mut self) {
+        self.client.auto_create_topics = true;
+    }
+
     /// Keeps a topic this machine routes to by itself (to its leader's node) in the
     /// metadata: without it the topic expires after `metadata.max.idle.ms`.
     pub fn keep_topic(&mut self, topic: &str) {

@@ -623,7 +623,7 @@ impl Client {
             .collect();
         let req = MetadataRequest {
             topics: Some(topics),
-            allow_auto_topic_creation: false,
+            allow_auto_topic_creation: self.auto_create_topics,
             ..Default::default()
         };
         let id = self.next_request_id();

@@ -39,12 +39,13 @@
 //!
 //! Layout: one file per section (`common`, `security`, `ssl`), each owning its settings
 //! struct, its typed setters on [`ClientConfigBuilder`], its string-key table and its
-//! `build` checks. Consumer and admin settings are future sections: a
+//! `build` checks. Group and transaction settings are future sections: a
 //! section adds a field to the builder and to [`ClientConfig`], and its key table to
 //! `SECTIONS`. Until then their keys are reported as unknown.
 
 mod address;
 mod common;
+mod consumer;
 mod error;
 mod parse;
 mod producer;
@@ -56,6 +57,7 @@ mod tests;
 
 pub use address::{BrokerAddress, ClientDnsLookup};
 pub use common::CommonConfig;
+pub use consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 pub use error::ConfigError;
 pub use producer::{Acks, ProducerConfig};
 pub use security::{OAuthToken, SaslConfig, SecurityConfig, SecurityProtocol, TokenProvider};
@@ -70,6 +72,7 @@ pub struct ClientConfig {
     common: CommonConfig,
     security: SecurityConfig,
     producer: ProducerConfig,
+    consumer: ConsumerConfig,
 }
 
 impl ClientConfig {
@@ -149,6 +152,11 @@ impl ClientConfig {
         &self.producer
     }
 
+    /// Consumer settings (fetch sizes, fetch buffer budget, offset reset, isolation).
+    pub fn consumer(&self) -> &ConsumerConfig {
+        &self.consumer
+    }
+
     /// The bootstrap brokers (`bootstrap.servers`), never empty.
     pub fn bootstrap_servers(&self) -> &[BrokerAddress] {
         &self.common.bootstrap_servers
@@ -170,6 +178,7 @@ pub struct ClientConfigBuilder {
     common: CommonConfig,
     security: SecurityConfig,
     producer: ProducerConfig,
+    consumer: ConsumerConfig,
     /// Misuse of a typed setter, reported by `build` (setters do not fail).
     misuse: Option<ConfigError>,
 }
@@ -220,10 +229,12 @@ impl ClientConfigBuilder {
         let mut security = self.security.clone();
         security.ssl.apply_key_password()?;
         self.producer.validate(&common)?;
+        self.consumer.validate()?;
         Ok(ClientConfig {
             common,
             security,
             producer: self.producer.clone(),
+            consumer: self.consumer.clone(),
         })
     }
 }
@@ -269,5 +280,11 @@ impl std::fmt::Debug for KeyInfo {
     }
 }
 
-/// Every section's key table. Consumer and admin sections are added here.
-const SECTIONS: &[&[KeyInfo]] = &[common::KEYS, security::KEYS, ssl::KEYS, producer::KEYS];
+/// Every section's key table.
+const SECTIONS: &[&[KeyInfo]] = &[
+    common::KEYS,
+    security::KEYS,
+    ssl::KEYS,
+    producer::KEYS,
+    consumer::KEYS,
+];

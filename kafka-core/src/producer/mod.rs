@@ -312,6 +312,7 @@ impl Producer {
             }
         }
         self.waiting_topics.insert(topic.to_string());
+        cx.allow_topic_auto_creation();
         cx.request_metadata([topic.to_string()]);
         Err(SendError::WouldBlock(Blocked::Metadata))
     }

@@ -61,6 +61,14 @@ const CASES: &[(&str, &str, &str)] = &[
     ("delivery.timeout.ms", "200000", "-1"),
     ("max.block.ms", "1000", "soon"),
     ("partitioner.ignore.keys", "true", "1"),
+    ("auto.offset.reset", "earliest", "oldest"),
+    ("fetch.min.bytes", "1024", "-1"),
+    ("fetch.max.bytes", "1048576", "x"),
+    ("fetch.max.wait.ms", "100", "-3"),
+    ("max.partition.fetch.bytes", "65536", "big"),
+    ("max.poll.records", "10", "0"),
+    ("isolation.level", "read_committed", "serializable"),
+    ("queued.max.messages.kbytes", "1024", "0"),
 ];
 
 pub(super) fn base() -> ClientConfigBuilder {

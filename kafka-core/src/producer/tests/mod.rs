@@ -499,3 +499,27 @@ fn conflicting_settings_with_explicit_idempotence_are_refused() {
         "typo suggestion: {err}"
     );
 }
+
+#[test]
+fn a_fresh_topic_whose_leader_refuses_at_first_still_gets_everything() {
+    // As on a just-created topic: the broker named leader answers NOT_LEADER for a
+    // while, with several requests of each partition in flight.
+    let mut c = Cluster::new(&[("linger.ms", "0"), ("batch.size", "500")]);
+    for _ in 0..40 {
+        c.faults
+            .codes
+            .push_back(KafkaCode::NOT_LEADER_OR_FOLLOWER.0);
+    }
+    send_many(&mut c, 0, 600);
+    assert!(
+        c.run_until(Duration::from_secs(20), all_reported),
+        "{:?}",
+        metrics(&mut c)
+    );
+    assert!(
+        c.reports.iter().all(|r| r.outcome.is_ok()),
+        "{:?}",
+        c.reports
+    );
+    assert_eq!(c.check_guarantees(), 600);
+}
