@@ -28,7 +28,7 @@ struct Waiter {
 /// A staged record the driver took but the core has not accepted yet.
 struct Held {
     staged: Staged,
-    /// When it fails if the core still says `WouldBlock`.
+    /// When it fails if the core still lacks its topic's metadata.
     deadline: Instant,
 }
 
@@ -113,9 +113,11 @@ impl ProducerCore {
         self.blocked
     }
 
-    /// When the head of the backlog fails if the core keeps refusing it.
+    /// When the head of the backlog fails if the core still lacks its topic's metadata.
     pub fn deadline(&self) -> Option<Instant> {
-        self.blocked?;
+        if self.blocked != Some(Blocked::Metadata) {
+            return None;
+        }
         self.backlog.front().map(|h| h.deadline)
     }
 
@@ -151,9 +153,12 @@ impl ProducerCore {
                     timestamp: r.timestamp,
                 };
                 let sent = p.send(cx, &record);
+                // Waiting for room in `buffer.memory` never expires here: the buffer
+                // drains as batches end (delivered, failed, or `delivery.timeout.ms`),
+                // and senders time out on the full staging queue meanwhile.
                 let expired = now >= head.deadline;
                 match sent {
-                    Err(SendError::WouldBlock(why)) if !expired => {
+                    Err(SendError::WouldBlock(why)) if !expired || why == Blocked::BufferFull => {
                         self.blocked = Some(why);
                         break;
                     }

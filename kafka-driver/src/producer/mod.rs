@@ -19,9 +19,10 @@
 //! not accepted yet, waiting in the queue or in the driver's backlog); `buffer.memory`
 //! bounds the core. A sender waits while the queue is full (an async sender awaits a
 //! notification, a blocking one parks) up to `max.block.ms`, then fails with
-//! [`Refused::Timeout`]. A staged record the core keeps refusing with `WouldBlock`
-//! (buffer full, topic metadata unknown) fails after `max.block.ms` more with
-//! [`ProduceError::TimedOut`] (not delivered).
+//! [`Refused::Timeout`]. A staged record whose topic's metadata stays unknown fails after
+//! `max.block.ms` more with [`ProduceError::TimedOut`] (not delivered); one waiting for
+//! room in `buffer.memory` waits for it (the core frees it as batches end, at the latest
+//! at `delivery.timeout.ms`).
 
 mod core;
 mod delivery;
