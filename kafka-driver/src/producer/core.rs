@@ -4,6 +4,7 @@
 //! record's [`Sink`] from the one report per batch.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -25,12 +26,35 @@ struct Waiter {
     timestamp: i64,
 }
 
-/// A staged record the driver took but the core has not accepted yet.
-struct Held {
-    staged: Staged,
-    /// When it fails if the core still lacks its topic's metadata.
+/// Records taken from the staging queue at once: the first `end` records taken (in all)
+/// fail at `deadline` if the core still lacks their topic's metadata.
+struct Take {
+    end: u64,
     deadline: Instant,
 }
+
+/// A hasher for batch ids (sequential `u64`s from the core, not attacker-chosen):
+/// Fibonacci hashing, much cheaper than SipHash on the per-record path.
+#[derive(Default)]
+struct BatchIdHasher(u64);
+
+impl Hasher for BatchIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type BatchMap<V> = HashMap<u64, V, BuildHasherDefault<BatchIdHasher>>;
 
 /// A `flush` call: done once the records staged before it are in the core and every
 /// batch opened before that is reported.
@@ -45,10 +69,14 @@ pub struct ProducerCore {
     key: ProducerKey,
     id: OpId<Producer>,
     shared: Arc<Shared>,
-    backlog: VecDeque<Held>,
+    backlog: VecDeque<Staged>,
+    /// The deadlines of the backlog, per take from the staging queue.
+    takes: VecDeque<Take>,
+    /// Records taken into the backlog so far.
+    received: u64,
     /// Waiters by batch id.
-    waiters: HashMap<u64, Vec<Waiter>>,
-    /// Records taken from the staging queue so far (appended or failed).
+    waiters: BatchMap<Vec<Waiter>>,
+    /// Records that left the backlog so far (appended or failed).
     taken: u64,
     flushes: Vec<FlushWaiter>,
     /// Close was asked; the core's close is sent once the backlog is empty.
@@ -71,7 +99,9 @@ impl ProducerCore {
             id,
             shared: outbox.shared().clone(),
             backlog: VecDeque::new(),
-            waiters: HashMap::new(),
+            takes: VecDeque::new(),
+            received: 0,
+            waiters: BatchMap::default(),
             taken: 0,
             flushes: Vec::new(),
             closing: false,
@@ -115,10 +145,16 @@ impl ProducerCore {
 
     /// When the head of the backlog fails if the core still lacks its topic's metadata.
     pub fn deadline(&self) -> Option<Instant> {
-        if self.blocked != Some(Blocked::Metadata) {
+        if self.blocked != Some(Blocked::Metadata) || self.backlog.is_empty() {
             return None;
         }
-        self.backlog.front().map(|h| h.deadline)
+        self.head_deadline()
+    }
+
+    /// When the backlog's head fails if its topic's metadata stays unknown.
+    fn head_deadline(&self) -> Option<Instant> {
+        let i = self.takes.partition_point(|t| t.end <= self.taken);
+        self.takes.get(i).map(|t| t.deadline)
     }
 
     /// Takes what is staged, appends as much as the core takes, completes reported
@@ -135,7 +171,7 @@ impl ProducerCore {
         let ran = core.command(now, self.id, |p, cx| {
             self.blocked = None;
             while let Some(head) = self.backlog.front() {
-                let r = &head.staged.record;
+                let r = &head.record;
                 let headers: Vec<NewHeader<'_>> = r
                     .headers
                     .iter()
@@ -156,7 +192,7 @@ impl ProducerCore {
                 // Waiting for room in `buffer.memory` never expires here: the buffer
                 // drains as batches end (delivered, failed, or `delivery.timeout.ms`),
                 // and senders time out on the full staging queue meanwhile.
-                let expired = now >= head.deadline;
+                let expired = self.head_deadline().is_some_and(|d| now >= d);
                 match sent {
                     Err(SendError::WouldBlock(why)) if !expired || why == Blocked::BufferFull => {
                         self.blocked = Some(why);
@@ -164,19 +200,22 @@ impl ProducerCore {
                     }
                     _ => {}
                 }
-                let Some(held) = self.backlog.pop_front() else {
+                let Some(staged) = self.backlog.pop_front() else {
                     break;
                 };
                 self.taken += 1;
-                freed += held.staged.size;
+                freed += staged.size;
                 match sent {
                     Ok(a) => self.waiters.entry(a.batch.0).or_default().push(Waiter {
-                        sink: held.staged.sink,
+                        sink: staged.sink,
                         index: a.index,
                         timestamp: a.timestamp,
                     }),
-                    Err(e) => held.staged.sink.complete(Err(refusal(e))),
+                    Err(e) => staged.sink.complete(Err(refusal(e))),
                 }
+            }
+            while self.takes.front().is_some_and(|t| t.end <= self.taken) {
+                self.takes.pop_front();
             }
             if self.flushes.iter().any(|f| f.token.is_none()) {
                 // Seal what is open, so the backlog behind a full buffer moves too.
@@ -295,25 +334,37 @@ impl ProducerCore {
     }
 
     fn take_staged(&mut self, now: Instant) {
-        let staged = {
-            let mut inbox = self.shared.lock();
-            inbox.wake_pending = false;
-            std::mem::take(&mut inbox.staged)
-        };
-        let deadline = now + self.shared.max_block;
-        self.backlog
-            .extend(staged.into_iter().map(|staged| Held { staged, deadline }));
+        let mut inbox = self.shared.lock();
+        inbox.wake_pending = false;
+        let n = inbox.staged.len() as u64;
+        if n == 0 {
+            return;
+        }
+        if self.backlog.is_empty() {
+            // Swap buffers: no record is moved, and both allocations are reused.
+            let spare = Vec::from(std::mem::take(&mut self.backlog));
+            self.backlog = VecDeque::from(std::mem::replace(&mut inbox.staged, spare));
+        } else {
+            self.backlog.extend(inbox.staged.drain(..));
+        }
+        drop(inbox);
+        self.received += n;
+        self.takes.push_back(Take {
+            end: self.received,
+            deadline: now + self.shared.max_block,
+        });
     }
 
     fn fail_backlog(&mut self) {
         let mut freed = 0;
-        for held in self.backlog.drain(..) {
+        for staged in self.backlog.drain(..) {
             self.taken += 1;
-            freed += held.staged.size;
-            held.staged.sink.complete(Err(ProduceError::Closed {
+            freed += staged.size;
+            staged.sink.complete(Err(ProduceError::Closed {
                 possibly_delivered: false,
             }));
         }
+        self.takes.clear();
         self.shared.release(freed);
     }
 
