@@ -27,7 +27,11 @@ async fn produce(producer: &Producer, topic: &str, n: usize) -> Vec<(i32, i64)> 
     }
     let mut out = Vec::with_capacity(n);
     for (i, d) in deliveries.into_iter().enumerate() {
-        let m = d.await.unwrap_or_else(|e| panic!("record {i}: {e}"));
+        let Ok(outcome) = tokio::time::timeout(Duration::from_secs(20), d).await else {
+            let metrics = producer.metrics().await;
+            panic!("record {i}: no outcome within 20 s; {metrics:?}");
+        };
+        let m = outcome.unwrap_or_else(|e| panic!("record {i}: {e}"));
         assert_eq!(&*m.topic, &*topic);
         out.push((m.partition, m.offset));
     }
