@@ -33,10 +33,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod producer;
 mod runtime;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kafka_core::admin::AdminError;
 use kafka_core::client::{ClientError, Operation};
@@ -46,17 +48,30 @@ use kafka_core::protocol::Request;
 use kafka_driver::front::{self, Handle};
 pub use kafka_driver::front::{Call, Task};
 pub use kafka_driver::{HubStats, Notice};
+pub use producer::{DeliveryFuture, Producer, Record, RecordMetadata};
 
 /// Runs [`Task`]s to completion in the background, on any executor.
 pub type Spawner = dyn Fn(Task) + Send + Sync + 'static;
 
-/// Why an [`Admin`] could not be created.
+/// Why an [`Admin`] or [`Producer`] could not be created, or a send was refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The core refused the configuration.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// The producer settings are unusable (e.g. a codec not built in).
+    #[error(transparent)]
+    Config(#[from] kafka_core::config::ConfigError),
+    /// No room for the record within `max.block.ms` (`buffer.memory` is used up).
+    #[error("no room for the record within max.block.ms ({0:?})")]
+    Timeout(Duration),
+    /// The producer is closing or closed.
+    #[error("producer is closed")]
+    Closed,
+    /// The driver is gone (its executor stopped running it).
+    #[error("the driver task is gone")]
+    DriverGone,
 }
 
 /// The async admin client: every admin operation as a method returning a `'static`,

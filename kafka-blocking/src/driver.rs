@@ -37,6 +37,7 @@ pub(crate) fn spawn(core: Client, setup_timeout: Duration) -> std::io::Result<Se
 }
 
 fn run(mut hub: Hub<PipeOutlet>, mut inbox: Receiver<Msg>, reports: Sender<Msg>, setup: Duration) {
+    let mut shutting_down = false;
     loop {
         hub.flush(|conn, host, port| {
             let (outlet, source) = pipe();
@@ -47,14 +48,19 @@ fn run(mut hub: Hub<PipeOutlet>, mut inbox: Receiver<Msg>, reports: Sender<Msg>,
                 .map_err(|e| format!("cannot start a socket thread: {e}"))?;
             Ok(outlet)
         });
-        match inbox.recv_deadline(hub.core.poll_timeout()) {
+        if shutting_down && !hub.producers_running() {
+            break;
+        }
+        match inbox.recv_deadline(hub.poll_timeout()) {
             Ok(Msg::Command(command)) => {
                 hub.core.handle_wall_clock(wall_clock());
                 command(&mut hub, Instant::now());
             }
             Ok(Msg::Report(report)) => hub.report(report),
+            // Producers whose handles are gone still finish what they were given.
+            Ok(Msg::Shutdown) if hub.producers_running() => shutting_down = true,
             Ok(Msg::Shutdown) | Err(RecvError::Disconnected) => break,
-            Err(RecvError::Timeout) => hub.core.handle_timeout(Instant::now()),
+            Err(RecvError::Timeout) => hub.handle_timeout(Instant::now()),
         }
     }
     hub.close_all();

@@ -26,6 +26,7 @@
 //! ```
 
 mod driver;
+mod producer;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +39,7 @@ use kafka_core::conn::RequestError;
 use kafka_core::protocol::Request;
 use kafka_driver::chan::{self, Sender};
 pub use kafka_driver::{HubStats, Notice};
+pub use producer::{Delivery, Producer, Record, RecordMetadata};
 
 use driver::{Command, Msg};
 
@@ -57,6 +59,12 @@ pub enum Error {
     /// The driver thread could not be started, or is gone.
     #[error("driver thread: {0}")]
     Driver(String),
+    /// The producer settings are unusable (e.g. a codec not built in).
+    #[error(transparent)]
+    Config(#[from] kafka_core::config::ConfigError),
+    /// The producer is closing or closed.
+    #[error("producer is closed")]
+    Closed,
 }
 
 /// Tells the driver thread to stop when the last handle goes.
@@ -71,7 +79,7 @@ impl Drop for Stopper {
 /// A blocking Kafka client over `kafka-core`: a handle on its driver thread, usable from
 /// any number of threads at once (`Send + Sync`; calls take `&self`).
 pub struct BlockingClient {
-    inbox: Sender<Msg>,
+    pub(crate) inbox: Sender<Msg>,
     _stop: Arc<Stopper>,
     call_timeout: Duration,
 }
@@ -144,7 +152,7 @@ impl BlockingClient {
         self.ask(|hub, _| hub.stats())
     }
 
-    fn ask<T: Send + 'static>(
+    pub(crate) fn ask<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut kafka_driver::Hub<kafka_driver::PipeOutlet>, Instant) -> T + Send + 'static,
     ) -> Result<T, Error> {
@@ -155,7 +163,7 @@ impl BlockingClient {
         rx.recv_deadline(None).map_err(|_| gone())
     }
 
-    fn submit(&self, command: Command) -> Result<(), Error> {
+    pub(crate) fn submit(&self, command: Command) -> Result<(), Error> {
         self.inbox.push(Msg::Command(command)).map_err(|_| gone())
     }
 }
@@ -168,7 +176,7 @@ impl std::fmt::Debug for BlockingClient {
     }
 }
 
-fn gone() -> Error {
+pub(crate) fn gone() -> Error {
     Error::Driver("the driver thread is gone".into())
 }
 

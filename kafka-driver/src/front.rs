@@ -32,6 +32,9 @@ use crate::chan::{self, Receiver, Sender};
 use crate::pipe::{pipe, PipeOutlet, PipeSource, ReadBuf};
 use crate::{wall_clock, Hub, HubStats, Notice, SocketReport};
 
+mod producer;
+pub use producer::AsyncProducer;
+
 /// How many socket reports may wait for the driver before readers pause.
 pub const INBOX_REPORTS: usize = 16;
 
@@ -81,6 +84,9 @@ pub trait Runtime: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = io::Result<()>> + Send + 'a;
 }
 
+/// A timer future from the front's runtime (for waits outside the driver task).
+type Sleep = Arc<dyn Fn(Instant) -> Task + Send + Sync>;
+
 /// Starts the driver task for `config` on `rt` and returns its first handle.
 pub fn start<R: Runtime>(rt: R, config: ClientConfig) -> Result<Handle, ClientError> {
     let setup_timeout = config.common().socket_connection_setup_timeout;
@@ -96,8 +102,13 @@ pub fn start<R: Runtime>(rt: R, config: ClientConfig) -> Result<Handle, ClientEr
         rt: rt.clone(),
     };
     rt.spawn(Box::pin(driver.run()));
+    let sleep: Sleep = Arc::new(move |at| {
+        let rt = rt.clone();
+        Box::pin(async move { rt.sleep_until(at).await })
+    });
     Ok(Handle {
         commands: commands_tx,
+        sleep,
     })
 }
 
@@ -120,6 +131,8 @@ struct DriverTask<R> {
 impl<R: Runtime> DriverTask<R> {
     async fn run(mut self) {
         let mut reports_first = false;
+        // Every handle is gone; producers still finish what they were given.
+        let mut orphaned = false;
         loop {
             let (rt, reports, setup) = (&self.rt, &self.reports_tx, self.setup_timeout);
             self.hub.flush(|conn, host, port| {
@@ -129,7 +142,10 @@ impl<R: Runtime> DriverTask<R> {
                 rt.spawn(Box::pin(socket));
                 Ok(outlet)
             });
-            let wake = self.hub.core.poll_timeout();
+            if orphaned && !self.hub.producers_running() {
+                break;
+            }
+            let wake = self.hub.poll_timeout();
             let rt = self.rt.clone();
             let mut timer = pin!(async move {
                 match wake {
@@ -146,8 +162,10 @@ impl<R: Runtime> DriverTask<R> {
                         return Poll::Ready(Wake::Report(r));
                     }
                 }
-                if let Poll::Ready(c) = commands.poll_recv(cx) {
-                    return Poll::Ready(Wake::Command(c));
+                if !orphaned {
+                    if let Poll::Ready(c) = commands.poll_recv(cx) {
+                        return Poll::Ready(Wake::Command(c));
+                    }
                 }
                 if let Poll::Ready(Some(r)) = reports.poll_recv(cx) {
                     return Poll::Ready(Wake::Report(r));
@@ -163,6 +181,7 @@ impl<R: Runtime> DriverTask<R> {
                     self.hub.core.handle_wall_clock(wall_clock());
                     command(&mut self.hub, Instant::now());
                 }
+                Wake::Command(None) if self.hub.producers_running() => orphaned = true,
                 Wake::Command(None) => break,
                 Wake::Report(report) => {
                     self.hub.report(report);
@@ -170,7 +189,7 @@ impl<R: Runtime> DriverTask<R> {
                         self.hub.report(report);
                     }
                 }
-                Wake::Timer => self.hub.core.handle_timeout(Instant::now()),
+                Wake::Timer => self.hub.handle_timeout(Instant::now()),
             }
         }
         self.hub.close_all();
@@ -290,6 +309,7 @@ async fn race<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> 
 #[derive(Clone)]
 pub struct Handle {
     commands: Sender<Command>,
+    sleep: Sleep,
 }
 
 /// The id of an operation once the driver started it (set by the start command).

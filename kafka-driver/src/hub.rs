@@ -7,7 +7,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use kafka_core::client::{Client, ConnId, Event, IoCommand};
 use kafka_core::conn::ConnError;
+use kafka_core::producer::{Producer, ProducerMetrics};
 
+use crate::producer::{Outbox, ProducerCore, ProducerKey};
 use crate::wall_clock;
 
 /// What a socket's task (or thread, or readiness handler) tells its driver.
@@ -93,6 +95,10 @@ pub struct Hub<O> {
     on_notice: Option<OnNotice>,
     peak_queued: usize,
     largest_transmit: usize,
+    /// The running producers fed from outboxes (their `Notify` events go to them).
+    producers: Vec<ProducerCore>,
+    /// Final counters of producers that finished.
+    finished_producers: HashMap<ProducerKey, ProducerMetrics>,
 }
 
 impl<O: Outlet> Hub<O> {
@@ -106,6 +112,8 @@ impl<O: Outlet> Hub<O> {
             on_notice: None,
             peak_queued: 0,
             largest_transmit: 0,
+            producers: Vec::new(),
+            finished_producers: HashMap::new(),
         }
     }
 
@@ -168,7 +176,7 @@ impl<O: Outlet> Hub<O> {
                 }
             }
             while let Some(event) = self.core.poll_event() {
-                self.route_event(event);
+                progressed |= self.route_event(event);
             }
             if !progressed && !self.core.poll_io_pending() {
                 return;
@@ -245,6 +253,63 @@ impl<O: Outlet> Hub<O> {
         }
     }
 
+    /// Starts the core producer `producer` for the records staged in `outbox`; from now
+    /// on its `Event::Notify` and `Event::OperationDone` go to its [`ProducerCore`]
+    /// (not to [`Hub::poll_event`]).
+    pub fn start_producer(&mut self, now: Instant, producer: Producer, outbox: &Outbox) {
+        let core = ProducerCore::start(&mut self.core, now, producer, outbox);
+        self.producers.push(core);
+        // Records may have been staged before the start ran.
+        self.pump_producer(outbox.key(), now);
+    }
+
+    /// Runs `f` on the producer `key` and the core; `None` if it is not running (then
+    /// its final counters are in [`Hub::finished_producer`]).
+    pub fn producer<T>(
+        &mut self,
+        key: ProducerKey,
+        f: impl FnOnce(&mut ProducerCore, &mut Client) -> T,
+    ) -> Option<T> {
+        let i = self.producers.iter().position(|p| p.key() == key)?;
+        let out = f(&mut self.producers[i], &mut self.core);
+        self.retire_finished();
+        Some(out)
+    }
+
+    /// The final counters of the producer `key`, once it finished.
+    pub fn finished_producer(&self, key: ProducerKey) -> Option<&ProducerMetrics> {
+        self.finished_producers.get(&key)
+    }
+
+    /// The producer `key` has new staged records (its outbox's wake).
+    pub fn pump_producer(&mut self, key: ProducerKey, now: Instant) {
+        self.producer(key, |p, core| p.pump(core, now));
+    }
+
+    /// Whether producers are still running (a driver keeps going until they finish,
+    /// even when every handle is gone).
+    pub fn producers_running(&self) -> bool {
+        !self.producers.is_empty()
+    }
+
+    /// The earliest of the core's deadline and the producers' (a staged record the core
+    /// keeps refusing fails at `max.block.ms`).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let producers = self.producers.iter().filter_map(ProducerCore::deadline);
+        self.core.poll_timeout().into_iter().chain(producers).min()
+    }
+
+    /// Fires the core's due timers and the producers' due deadlines.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.core.handle_timeout(now);
+        for p in &mut self.producers {
+            if p.deadline().is_some_and(|d| d <= now) {
+                p.pump(&mut self.core, now);
+            }
+        }
+        self.retire_finished();
+    }
+
     /// Closes every socket (on shutdown).
     pub fn close_all(&mut self) {
         for (_, mut outlet) in self.sockets.drain() {
@@ -258,7 +323,34 @@ impl<O: Outlet> Hub<O> {
         }
     }
 
-    fn route_event(&mut self, event: Event) {
+    fn retire_finished(&mut self) {
+        let finished = &mut self.finished_producers;
+        self.producers.retain_mut(|p| {
+            let done = p.finished_metrics();
+            if let Some(m) = done {
+                finished.insert(p.key(), m);
+            }
+            !p.is_finished()
+        });
+    }
+
+    /// Routes one event; `true` if a producer acted on it (it may have made work).
+    fn route_event(&mut self, event: Event) -> bool {
+        match event {
+            Event::Notify(op) | Event::OperationDone(op) => {
+                if let Some(i) = self.producers.iter().position(|p| p.is(op)) {
+                    let now = Instant::now();
+                    let p = &mut self.producers[i];
+                    match event {
+                        Event::Notify(_) => p.pump(&mut self.core, now),
+                        _ => p.finish(&mut self.core),
+                    }
+                    self.retire_finished();
+                    return true;
+                }
+            }
+            _ => {}
+        }
         crate::answer_token_request(&mut self.core, &event);
         let notice = match &event {
             Event::ConnectionFailed { node, error } => {
@@ -282,6 +374,7 @@ impl<O: Outlet> Hub<O> {
         if self.keep_events {
             self.events.push_back(event);
         }
+        false
     }
 }
 

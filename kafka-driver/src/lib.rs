@@ -12,6 +12,9 @@
 //!   [`ReadBuf`] the per-socket read buffer whose reads are split off, not copied.
 //! - [`chan`] is a small bounded queue usable from async tasks of any runtime and from
 //!   threads: drivers' inboxes are bounded, so a reader waits instead of piling up reads.
+//! - [`producer`] is the producer surface the adapters share: owned records, the
+//!   batched staging queue, per-record delivery handles and the driver-side
+//!   [`ProducerCore`](producer::ProducerCore) the hub routes the machine's events to.
 //! - [`front`] is the async adapter written once over a small [`front::Runtime`] trait
 //!   (spawn, timer, resolve, connect, read, write): tokio and async-std supply only that.
 //!
@@ -28,6 +31,7 @@ pub mod chan;
 pub mod front;
 mod hub;
 pub mod pipe;
+pub mod producer;
 
 use std::io::Read;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

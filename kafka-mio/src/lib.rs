@@ -51,6 +51,7 @@
 
 mod admin;
 mod driver;
+mod producer;
 mod socket;
 
 use std::time::Duration;
@@ -61,6 +62,7 @@ pub use kafka_core::client::OpId;
 pub use kafka_core::client::Operation;
 /// The mio version the driver registers with (use it for the `Poll` you hand over).
 pub use mio;
+pub use producer::ProducerView;
 
 /// Why a driver or admin client could not be created.
 #[derive(Debug, thiserror::Error)]

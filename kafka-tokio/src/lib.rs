@@ -31,9 +31,11 @@
 //! }
 //! ```
 
+mod producer;
 mod runtime;
 
 use std::future::Future;
+use std::time::Duration;
 
 use kafka_core::admin::AdminError;
 use kafka_core::client::{ClientError, Operation};
@@ -43,18 +45,31 @@ use kafka_core::protocol::Request;
 pub use kafka_driver::front::Call;
 use kafka_driver::front::{self, Handle as FrontHandle};
 pub use kafka_driver::{HubStats, Notice};
+pub use producer::{DeliveryFuture, Producer, Record, RecordMetadata};
 use tokio::runtime::Handle;
 
-/// Why an [`Admin`] could not be created.
+/// Why an [`Admin`] or [`Producer`] could not be created, or a send was refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The core refused the configuration.
     #[error(transparent)]
     Client(#[from] ClientError),
-    /// [`Admin::new`] was called outside a tokio runtime.
-    #[error("no tokio runtime: call Admin::new inside one, or use Admin::with_runtime")]
+    /// [`Admin::new`] or [`Producer::new`] was called outside a tokio runtime.
+    #[error("no tokio runtime: call new inside one, or use with_runtime")]
     NoRuntime,
+    /// The producer settings are unusable (e.g. a codec not built in).
+    #[error(transparent)]
+    Config(#[from] kafka_core::config::ConfigError),
+    /// No room for the record within `max.block.ms` (`buffer.memory` is used up).
+    #[error("no room for the record within max.block.ms ({0:?})")]
+    Timeout(Duration),
+    /// The producer is closing or closed.
+    #[error("producer is closed")]
+    Closed,
+    /// The driver task is gone (its runtime shut down).
+    #[error("the driver task is gone")]
+    DriverGone,
 }
 
 /// The async admin client: every admin operation as a method returning a `'static`,

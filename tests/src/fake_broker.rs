@@ -1,15 +1,30 @@
-//! A fake broker on loopback for the adapter suites (`adapter_bounds`, `adapter_memory`):
-//! it answers ApiVersions like a broker and then misbehaves on purpose.
+//! A fake broker on loopback for the adapter suites (`adapter_bounds`, `adapter_memory`,
+//! `producer_*`): it answers ApiVersions like a broker and then misbehaves on purpose,
+//! or ([`Mode::Produce`]) acts as a one-node cluster that takes produce requests.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use kafka_core::protocol::messages::api_versions::response::ApiVersion;
 use kafka_core::protocol::messages::api_versions::ApiVersionsResponse;
-use kafka_core::protocol::{ApiKey, Message};
+use kafka_core::protocol::messages::init_producer_id::InitProducerIdResponse;
+use kafka_core::protocol::messages::metadata::response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_core::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
+use kafka_core::protocol::messages::produce::response::{
+    PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_core::protocol::messages::produce::{ProduceRequest, ProduceResponse};
+use kafka_core::protocol::messages::request_header::RequestHeader;
+use kafka_core::protocol::messages::response_header::ResponseHeader;
+use kafka_core::protocol::{ApiKey, Decodable, Encodable, Message, Uuid};
+use kafka_core::record::{DecodeOptions, RecordBatch};
 
 /// What the fake broker does after answering ApiVersions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +38,16 @@ pub enum Mode {
     /// many bytes (its size prefix says so), written as fast as the socket takes it;
     /// later connections are treated as [`Mode::Ignore`].
     Flood(usize),
+    /// A one-node cluster: every topic asked for exists with `partitions` partitions led
+    /// by this broker; InitProducerId is answered; Produce appends (offsets count up per
+    /// partition from 0) and is answered, or with `answer: false` read and never
+    /// answered (the client's buffer then fills).
+    Produce {
+        /// Partitions of every topic.
+        partitions: i32,
+        /// Whether Produce requests are answered.
+        answer: bool,
+    },
 }
 
 /// A running fake broker; it stops accepting when dropped (connections end on their own
@@ -47,6 +72,11 @@ struct State {
     flood_claimed: AtomicBool,
     /// An ApiVersions answer was sent and the connection stopped reading.
     stalled: AtomicBool,
+    /// [`Mode::Produce`]: the next offset per topic and partition.
+    logs: Mutex<HashMap<(String, i32), i64>>,
+    /// [`Mode::Produce`]: records appended.
+    records: AtomicU64,
+    port: AtomicU64,
 }
 
 impl FakeBroker {
@@ -56,6 +86,8 @@ impl FakeBroker {
         let addr = listener.local_addr().expect("addr").to_string();
         listener.set_nonblocking(true).expect("nonblocking");
         let state = Arc::new(State::default());
+        let port = listener.local_addr().expect("addr").port();
+        state.port.store(u64::from(port), Ordering::SeqCst);
         let st = state.clone();
         std::thread::spawn(move || {
             let until = Instant::now() + LIFETIME;
@@ -88,6 +120,11 @@ impl FakeBroker {
         self.state.flooded.load(Ordering::SeqCst)
     }
 
+    /// Records appended so far ([`Mode::Produce`]).
+    pub fn records(&self) -> u64 {
+        self.state.records.load(Ordering::SeqCst)
+    }
+
     /// Whether a [`Mode::StopReading`] connection has stopped reading.
     pub fn stalled(&self) -> bool {
         self.state.stalled.load(Ordering::SeqCst)
@@ -100,12 +137,13 @@ impl Drop for FakeBroker {
     }
 }
 
-/// One request's size and header fields.
+/// One request's size and header fields, and its whole frame.
 struct Header {
     api_key: i16,
     version: i16,
     correlation_id: i32,
     len: usize,
+    frame: Vec<u8>,
 }
 
 fn read_request(socket: &mut TcpStream) -> Option<Header> {
@@ -122,22 +160,31 @@ fn read_request(socket: &mut TcpStream) -> Option<Header> {
         version: i16::from_be_bytes([body[2], body[3]]),
         correlation_id: i32::from_be_bytes([body[4], body[5], body[6], body[7]]),
         len,
+        frame: body,
     })
 }
 
-fn api_versions_answer(h: &Header) -> Vec<u8> {
-    let keys = [
+fn api_versions_answer(h: &Header, mode: Mode) -> Vec<u8> {
+    let mut keys = vec![
         ApiKey::ApiVersions,
         ApiKey::Metadata,
         ApiKey::DescribeCluster,
     ];
+    if matches!(mode, Mode::Produce { .. }) {
+        keys.extend([ApiKey::InitProducerId, ApiKey::Produce]);
+    }
     let response = ApiVersionsResponse {
         api_keys: keys
             .iter()
             .map(|k| ApiVersion {
                 api_key: *k as i16,
                 min_version: k.versions().min,
-                max_version: k.versions().max,
+                // Produce by topic name (v13 names topics by id).
+                max_version: if *k == ApiKey::Produce {
+                    k.versions().max.min(12)
+                } else {
+                    k.versions().max
+                },
                 ..Default::default()
             })
             .collect(),
@@ -156,7 +203,7 @@ fn serve(mut socket: TcpStream, mode: Mode, st: &State) {
     let _ = socket.set_read_timeout(Some(LIFETIME));
     while let Some(h) = read_request(&mut socket) {
         if h.api_key == ApiKey::ApiVersions as i16 {
-            if socket.write_all(&api_versions_answer(&h)).is_err() {
+            if socket.write_all(&api_versions_answer(&h, mode)).is_err() {
                 return;
             }
             if mode == Mode::StopReading {
@@ -171,6 +218,12 @@ fn serve(mut socket: TcpStream, mode: Mode, st: &State) {
         }
         st.request_bytes
             .fetch_add(h.len as u64 + 4, Ordering::SeqCst);
+        if let Mode::Produce { partitions, answer } = mode {
+            match produce_mode_answer(&h, partitions, answer, st) {
+                Some(frame) if socket.write_all(&frame).is_err() => return,
+                _ => continue,
+            }
+        }
         if let Mode::Flood(size) = mode {
             if !st.flood_claimed.swap(true, Ordering::SeqCst) {
                 let mut head = (size as i32).to_be_bytes().to_vec();
@@ -191,4 +244,149 @@ fn serve(mut socket: TcpStream, mode: Mode, st: &State) {
             }
         }
     }
+}
+
+/// The [`Mode::Produce`] answer to `h`, if it gets one.
+fn produce_mode_answer(h: &Header, partitions: i32, answer: bool, st: &State) -> Option<Vec<u8>> {
+    let key = ApiKey::from_i16(h.api_key)?;
+    let mut frame = Bytes::from(h.frame.clone());
+    RequestHeader::decode(&mut frame, key.request_header_version(h.version)).ok()?;
+    let body = match key {
+        ApiKey::Metadata => {
+            let req = MetadataRequest::decode_from(frame, h.version).ok()?;
+            let names: Vec<String> = req
+                .topics
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|t| t.name)
+                .collect();
+            let resp = MetadataResponse {
+                brokers: vec![MetadataResponseBroker {
+                    node_id: 1,
+                    host: "127.0.0.1".into(),
+                    port: st.port.load(Ordering::SeqCst) as i32,
+                    ..Default::default()
+                }],
+                controller_id: 1,
+                cluster_id: Some("fake".into()),
+                topics: names
+                    .into_iter()
+                    .map(|name| MetadataResponseTopic {
+                        topic_id: topic_id(&name),
+                        name: Some(name),
+                        partitions: (0..partitions)
+                            .map(|p| MetadataResponsePartition {
+                                partition_index: p,
+                                leader_id: 1,
+                                leader_epoch: 1,
+                                replica_nodes: vec![1],
+                                isr_nodes: vec![1],
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            encode(&resp, h.version)
+        }
+        ApiKey::InitProducerId => encode(
+            &InitProducerIdResponse {
+                producer_id: 4242,
+                producer_epoch: 0,
+                ..Default::default()
+            },
+            h.version,
+        ),
+        ApiKey::Produce => {
+            if !answer {
+                return None;
+            }
+            let req = ProduceRequest::decode_from(frame, h.version).ok()?;
+            let mut logs = st.logs.lock().ok()?;
+            let responses = req
+                .topic_data
+                .iter()
+                .map(|t| TopicProduceResponse {
+                    name: t.name.clone(),
+                    topic_id: t.topic_id,
+                    partition_responses: t
+                        .partition_data
+                        .iter()
+                        .map(|pd| {
+                            let count = record_count(pd.records.clone().unwrap_or_default());
+                            st.records.fetch_add(count as u64, Ordering::SeqCst);
+                            let next = logs.entry((t.name.clone(), pd.index)).or_insert(0);
+                            let base = *next;
+                            *next += count;
+                            PartitionProduceResponse {
+                                index: pd.index,
+                                base_offset: base,
+                                log_append_time_ms: -1,
+                                log_start_offset: 0,
+                                ..Default::default()
+                            }
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect();
+            if req.acks == 0 {
+                return None;
+            }
+            encode(
+                &ProduceResponse {
+                    responses,
+                    ..Default::default()
+                },
+                h.version,
+            )
+        }
+        _ => return None,
+    };
+    let header = ResponseHeader {
+        correlation_id: h.correlation_id,
+        ..Default::default()
+    };
+    let mut out = vec![0; 4];
+    header
+        .encode(&mut out, key.response_header_version(h.version))
+        .ok()?;
+    out.extend_from_slice(&body);
+    let size = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&size.to_be_bytes());
+    Some(out)
+}
+
+fn encode<M: Message>(m: &M, version: i16) -> Vec<u8> {
+    let mut out = Vec::new();
+    m.encode_to(&mut out, version).expect("encode fake answer");
+    out
+}
+
+/// Records in the batches of one partition's `records` field.
+fn record_count(mut bytes: Bytes) -> i64 {
+    let mut count = 0;
+    while !bytes.is_empty() {
+        let Ok((batch, used)) = RecordBatch::decode(&bytes, &DecodeOptions::default()) else {
+            break;
+        };
+        count += i64::from(batch.header().records_count);
+        if used == 0 || used > bytes.len() {
+            break;
+        }
+        bytes = bytes.slice(used..);
+    }
+    count
+}
+
+/// A stable id per topic name (the same in every Metadata answer).
+fn topic_id(name: &str) -> Uuid {
+    let mut id = [0u8; 16];
+    for (i, b) in name.bytes().enumerate() {
+        id[i % 16] = id[i % 16].wrapping_mul(31).wrapping_add(b);
+    }
+    id[15] |= 1;
+    Uuid::from_bytes(id)
 }

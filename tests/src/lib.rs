@@ -4,6 +4,7 @@
 
 pub mod admin_suite;
 pub mod fake_broker;
+pub mod producer_suite;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -15,21 +15,14 @@ use kafka_core::conn::sasl::Mechanism;
 use kafka_core::record::Compression;
 
 /// Keys accepted and parsed, but read by nothing yet: (key, why).
-const KNOWN_UNUSED: &[(&str, &str)] = &[
-    (
-        "socket.connection.setup.timeout.max.ms",
-        "the adapters enforce only socket.connection.setup.timeout.ms, without the \
+const KNOWN_UNUSED: &[(&str, &str)] = &[(
+    "socket.connection.setup.timeout.max.ms",
+    "the adapters enforce only socket.connection.setup.timeout.ms, without the \
          exponential growth up to this cap",
-    ),
-    (
-        "max.block.ms",
-        "the producer machine refuses at once (WouldBlock); the adapters' producer \
-         surfaces that wait up to it are not written yet",
-    ),
-];
+)];
 
 /// The most entries [`KNOWN_UNUSED`] may ever have: lower it when a key gets wired.
-const KNOWN_UNUSED_MAX: usize = 2;
+const KNOWN_UNUSED_MAX: usize = 1;
 
 const CA_PEM: &str = include_str!("../../kafka-core/src/conn/tls/testdata/ca.pem");
 const CLIENT_PEM: &str = include_str!("../../kafka-core/src/conn/tls/testdata/client.pem");

@@ -1,0 +1,176 @@
+//! [`Producer`]: the blocking producer, over `kafka_driver`'s shared staging queue and
+//! driver-side producer core.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kafka_core::config::ClientConfig;
+use kafka_core::producer::{ProduceError, Producer as CoreProducer, ProducerMetrics};
+use kafka_driver::chan::{self, RecvError};
+pub use kafka_driver::producer::{Delivery, Record, RecordMetadata};
+use kafka_driver::producer::{Outbox, ProducerKey, Refused};
+
+use crate::driver::Msg;
+use crate::{gone, BlockingClient, Error};
+
+/// A blocking producer: `send` stages a record and returns its [`Delivery`] at once
+/// (it waits only while `buffer.memory` is used up, at most `max.block.ms`); the driver
+/// thread batches, sends and completes deliveries. Cheap to clone, usable from any number
+/// of threads. When the last clone goes, the producer closes gracefully in the
+/// background.
+///
+/// ```no_run
+/// use kafka_blocking::{Producer, Record};
+/// use kafka_core::config::ClientConfig;
+/// use std::time::Duration;
+///
+/// let config = ClientConfig::from_pairs([("bootstrap.servers", "127.0.0.1:9092")])?;
+/// let producer = Producer::new(config)?;
+/// let delivery = producer.send(Record::new("events", "hello").key("k1"))?;
+/// let written = delivery.wait()?;
+/// println!("partition {} offset {}", written.partition, written.offset);
+/// producer.close(Duration::from_secs(30))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Producer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    outbox: Outbox,
+    client: BlockingClient,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.outbox.close();
+        let key = self.outbox.key();
+        let (tx, _rx) = chan::channel(1);
+        let _ = self.client.submit(Box::new(move |hub, now| {
+            hub.producer(key, |p, core| p.close(core, now, tx));
+        }));
+    }
+}
+
+impl Producer {
+    /// Creates the producer and its driver thread; connections open on first use.
+    pub fn new(config: ClientConfig) -> Result<Producer, Error> {
+        let producer = CoreProducer::new(&config)?;
+        let client = BlockingClient::new(config.clone())?;
+        let key = ProducerKey::next();
+        let inbox = client.inbox.clone();
+        let wake = Box::new(move || {
+            let _ = inbox.push(Msg::Command(Box::new(move |hub, now| {
+                hub.pump_producer(key, now)
+            })));
+        });
+        let outbox = Outbox::new(&config, key, wake);
+        let theirs = outbox.clone();
+        client.submit(Box::new(move |hub, now| {
+            hub.start_producer(now, producer, &theirs)
+        }))?;
+        Ok(Producer {
+            inner: Arc::new(Inner { outbox, client }),
+        })
+    }
+
+    /// Stages `record` and returns its delivery handle ([`Delivery::wait`]). Blocks
+    /// only while the staging queue is full, at most `max.block.ms`
+    /// ([`Error::Timeout`]).
+    pub fn send(&self, record: Record) -> Result<Delivery, Error> {
+        match self.inner.outbox.send_blocking(record, None) {
+            Ok(Some(d)) => Ok(d),
+            Ok(None) => Err(Error::Closed),
+            Err(e) => Err(refused(e)),
+        }
+    }
+
+    /// Stages `record`; `callback` gets its outcome on the driver thread (keep it short
+    /// and non-blocking). Blocks like [`Producer::send`].
+    pub fn send_with(
+        &self,
+        record: Record,
+        callback: impl FnOnce(Result<RecordMetadata, ProduceError>) + Send + 'static,
+    ) -> Result<(), Error> {
+        self.inner
+            .outbox
+            .send_blocking(record, Some(Box::new(callback)))
+            .map(|_| ())
+            .map_err(refused)
+    }
+
+    /// Waits until every record sent before the call is reported (linger is cut short),
+    /// at most `timeout`.
+    pub fn flush(&self, timeout: Duration) -> Result<(), Error> {
+        let until = self.inner.outbox.staged();
+        let key = self.inner.outbox.key();
+        let (tx, mut rx) = chan::channel(1);
+        self.inner.client.submit(Box::new(move |hub, now| {
+            hub.producer(key, |p, core| p.flush(core, now, until, tx));
+        }))?;
+        match rx.recv_deadline(Some(Instant::now() + timeout)) {
+            // Disconnected: the producer had finished, nothing is left to flush.
+            Ok(()) | Err(RecvError::Disconnected) => Ok(()),
+            Err(RecvError::Timeout) => Err(Error::Timeout(timeout)),
+        }
+    }
+
+    /// Closes: no more sends; waits up to `timeout` for every record to be reported, then
+    /// aborts (what is left is reported [`ProduceError::Closed`]) and waits for that.
+    /// Returns the final counters.
+    pub fn close(&self, timeout: Duration) -> Result<ProducerMetrics, Error> {
+        self.inner.outbox.close();
+        let key = self.inner.outbox.key();
+        let (tx, mut rx) = chan::channel(1);
+        self.inner.client.submit(Box::new(move |hub, now| {
+            let tx2 = tx.clone();
+            if hub
+                .producer(key, |p, core| p.close(core, now, tx2))
+                .is_none()
+            {
+                let _ = tx.push(hub.finished_producer(key).cloned().unwrap_or_default());
+            }
+        }))?;
+        match rx.recv_deadline(Some(Instant::now() + timeout)) {
+            Ok(m) => return Ok(m),
+            Err(RecvError::Disconnected) => return Err(gone()),
+            Err(RecvError::Timeout) => {}
+        }
+        self.inner.client.submit(Box::new(move |hub, now| {
+            hub.producer(key, |p, core| p.abort(core, now));
+        }))?;
+        rx.recv_deadline(None).map_err(|_| gone())
+    }
+
+    /// A snapshot of the core producer's counters.
+    pub fn metrics(&self) -> Result<ProducerMetrics, Error> {
+        let key = self.inner.outbox.key();
+        self.inner.client.ask(move |hub, now| {
+            hub.producer(key, |p, core| p.metrics(core, now))
+                .or_else(|| hub.finished_producer(key).cloned())
+                .unwrap_or_default()
+        })
+    }
+
+    /// The client under the producer (metadata, raw requests, [`Notice`](crate::Notice)s).
+    pub fn client(&self) -> &BlockingClient {
+        &self.inner.client
+    }
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("outbox", &self.inner.outbox)
+            .finish_non_exhaustive()
+    }
+}
+
+fn refused(e: Refused) -> Error {
+    match e {
+        Refused::Timeout(d) => Error::Timeout(d),
+        Refused::Closed => Error::Closed,
+        _ => gone(),
+    }
+}

@@ -1,0 +1,102 @@
+//! [`Producer`]: the async producer on a tokio runtime (a thin face over
+//! [`kafka_driver::front::AsyncProducer`], shared with `kafka-async-std`).
+
+use std::time::Duration;
+
+use kafka_core::config::ClientConfig;
+use kafka_core::producer::{ProduceError, Producer as CoreProducer, ProducerMetrics};
+use kafka_driver::front::{self, AsyncProducer};
+use kafka_driver::producer::Refused;
+pub use kafka_driver::producer::{Delivery as DeliveryFuture, Record, RecordMetadata};
+use tokio::runtime::Handle;
+
+use crate::{runtime, Error};
+
+/// The async producer. `send` stages a record and returns its [`DeliveryFuture`] at
+/// once (it waits only while `buffer.memory` is used up, at most `max.block.ms`); the
+/// driver task batches, sends and resolves deliveries. Cheap to clone (`Send + Sync`);
+/// when the last clone goes the producer closes gracefully in the background.
+///
+/// ```no_run
+/// use kafka_core::config::ClientConfig;
+/// use kafka_tokio::{Producer, Record};
+/// use std::time::Duration;
+///
+/// #[tokio::main(flavor = "current_thread")]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let config = ClientConfig::from_pairs([("bootstrap.servers", "127.0.0.1:9092")])?;
+///     let producer = Producer::new(config)?;
+///     let delivery = producer.send(Record::new("events", "hello").key("k1")).await?;
+///     let written = delivery.await?;
+///     println!("partition {} offset {}", written.partition, written.offset);
+///     producer.close(Duration::from_secs(30)).await?;
+///     Ok(())
+/// }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Producer {
+    inner: AsyncProducer,
+}
+
+impl Producer {
+    /// Creates the producer and spawns its driver on the current tokio runtime;
+    /// connections open on first use.
+    pub fn new(config: ClientConfig) -> Result<Producer, Error> {
+        let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        Producer::with_runtime(config, &handle)
+    }
+
+    /// Like [`Producer::new`], spawning the driver on the runtime behind `handle`.
+    pub fn with_runtime(config: ClientConfig, handle: &Handle) -> Result<Producer, Error> {
+        let producer = CoreProducer::new(&config)?;
+        let front = front::start(runtime::Tokio(handle.clone()), config.clone())?;
+        Ok(Producer {
+            inner: front.start_producer(&config, producer),
+        })
+    }
+
+    /// Stages `record` and returns its delivery future. Waits only while the staging
+    /// queue is full, at most `max.block.ms` ([`Error::Timeout`]).
+    pub async fn send(&self, record: Record) -> Result<DeliveryFuture, Error> {
+        self.inner.send(record).await.map_err(refused)
+    }
+
+    /// Stages `record`; `callback` gets its outcome on the driver task (keep it short
+    /// and non-blocking). Waits like [`Producer::send`].
+    pub async fn send_with(
+        &self,
+        record: Record,
+        callback: impl FnOnce(Result<RecordMetadata, ProduceError>) + Send + 'static,
+    ) -> Result<(), Error> {
+        self.inner
+            .send_with(record, Box::new(callback))
+            .await
+            .map_err(refused)
+    }
+
+    /// Resolves once every record sent before the call is reported (linger is cut
+    /// short).
+    pub async fn flush(&self) -> Result<(), Error> {
+        self.inner.flush().await.map_err(refused)
+    }
+
+    /// Closes: no more sends; waits up to `timeout` for every record to be reported,
+    /// then aborts (what is left is reported [`ProduceError::Closed`]). Returns the
+    /// final counters.
+    pub async fn close(&self, timeout: Duration) -> Result<ProducerMetrics, Error> {
+        self.inner.close(timeout).await.map_err(refused)
+    }
+
+    /// A snapshot of the core producer's counters.
+    pub async fn metrics(&self) -> Result<ProducerMetrics, Error> {
+        self.inner.metrics().await.map_err(refused)
+    }
+}
+
+fn refused(e: Refused) -> Error {
+    match e {
+        Refused::Timeout(d) => Error::Timeout(d),
+        Refused::Closed => Error::Closed,
+        _ => Error::DriverGone,
+    }
+}
