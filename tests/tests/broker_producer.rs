@@ -15,7 +15,8 @@ fn exactly_once_in_order(codec: &str) {
         return;
     };
     let topic = format!(
-        "producer-{codec}-{}",
+        "producer-{codec}-{}-{}",
+        std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()

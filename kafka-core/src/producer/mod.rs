@@ -102,10 +102,32 @@ pub struct Producer {
 
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .acc
+            .parts
+            .iter()
+            .map(|p| {
+                let head = p.queued.front().map(|b| (b.attempts, b.seq));
+                format!(
+                    "{}-{}: queued {} (head attempts/seq {:?}) in flight {} failed {} next_seq {} acked_next {} backoff {:?}",
+                    p.topic,
+                    p.partition,
+                    p.queued.len(),
+                    head,
+                    p.inflight,
+                    p.failed.len(),
+                    p.next_seq,
+                    p.acked_next,
+                    p.backoff_until
+                )
+            })
+            .collect();
         f.debug_struct("Producer")
-            .field("parts", &self.acc.parts.len())
+            .field("parts", &parts)
+            .field("ready", &self.acc.ready)
             .field("in_flight", &self.sender.in_flight())
             .field("buffer_used", &self.acc.used())
+            .field("idempotence", &self.idem)
             .field("closing", &self.closing)
             .field("fatal", &self.fatal)
             .finish_non_exhaustive()

@@ -25,6 +25,10 @@ use kafka_tests::RawClient;
 pub(crate) const PARTITIONS: i32 = 6;
 const KEYS: u64 = 1000;
 
+static BATCH_SIZE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    std::env::var("PRODUCER_BATCH_SIZE").unwrap_or_else(|_| "262144".into())
+});
+
 pub(crate) fn records() -> u64 {
     std::env::var("PRODUCER_RECORDS")
         .ok()
@@ -81,7 +85,7 @@ pub(crate) fn produce(
         ("bootstrap.servers", addr),
         ("compression.type", codec),
         ("linger.ms", "5"),
-        ("batch.size", "262144"),
+        ("batch.size", BATCH_SIZE.as_str()),
     ])
     .expect("config");
     let client = BlockingClient::new(config.clone()).expect("client");
