@@ -78,12 +78,18 @@ pub fn unique_topic(adapter: &str) -> String {
 
 /// Creates `topic` with [`PARTITIONS`] partitions on the real broker at `bootstrap`.
 pub fn create_topic(bootstrap: &str, topic: &str) {
+    create_topic_with(bootstrap, topic, PARTITIONS);
+}
+
+/// Creates `topic` with `partitions` partitions on the real broker at `bootstrap` and
+/// waits until each has a leader.
+pub fn create_topic_with(bootstrap: &str, topic: &str, partitions: i32) {
     let admin = kafka_blocking::Admin::new(
         ClientConfig::from_pairs([("bootstrap.servers", bootstrap)]).expect("admin config"),
     )
     .expect("admin");
     let created = admin
-        .create_topics([NewTopic::new(topic, PARTITIONS, 1)])
+        .create_topics([NewTopic::new(topic, partitions, 1)])
         .expect("create_topics");
     assert!(
         created[topic].is_ok(),
@@ -99,7 +105,7 @@ pub fn create_topic(bootstrap: &str, topic: &str) {
     loop {
         let described = admin.describe_topics([topic]).expect("describe_topics");
         let ready = described[topic].as_ref().is_ok_and(|d| {
-            d.partitions.len() == PARTITIONS as usize
+            d.partitions.len() == partitions as usize
                 && d.partitions
                     .iter()
                     .all(|p| p.leader.is_some_and(|l| l >= 0))
