@@ -33,6 +33,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod consumer;
 mod producer;
 mod runtime;
 
@@ -40,6 +41,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
 use kafka_core::admin::AdminError;
 use kafka_core::client::{ClientError, Operation};
 use kafka_core::cluster::{Metadata, Route};
@@ -66,9 +68,12 @@ pub enum Error {
     /// No room for the record within `max.block.ms` (`buffer.memory` is used up).
     #[error("no room for the record within max.block.ms ({0:?})")]
     Timeout(Duration),
-    /// The producer is closing or closed.
-    #[error("producer is closed")]
+    /// The producer or consumer is closing or closed.
+    #[error("closed")]
     Closed,
+    /// The consumer cannot go on with a partition (the others go on).
+    #[error(transparent)]
+    Consume(#[from] kafka_core::consumer::ConsumeError),
     /// The driver is gone (its executor stopped running it).
     #[error("the driver task is gone")]
     DriverGone,

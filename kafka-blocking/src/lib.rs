@@ -25,12 +25,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod consumer;
 mod driver;
 mod producer;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
 use kafka_core::admin::AdminError;
 use kafka_core::client::{Client, ClientError, OpContext, Operation, RequestId};
 use kafka_core::cluster::Route;
@@ -62,9 +64,12 @@ pub enum Error {
     /// The producer settings are unusable (e.g. a codec not built in).
     #[error(transparent)]
     Config(#[from] kafka_core::config::ConfigError),
-    /// The producer is closing or closed.
-    #[error("producer is closed")]
+    /// The producer or consumer is closing or closed.
+    #[error("closed")]
     Closed,
+    /// The consumer cannot go on with a partition (the others go on).
+    #[error(transparent)]
+    Consume(#[from] kafka_core::consumer::ConsumeError),
 }
 
 /// Tells the driver thread to stop when the last handle goes.

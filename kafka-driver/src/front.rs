@@ -32,7 +32,9 @@ use crate::chan::{self, Receiver, Sender};
 use crate::pipe::{pipe, PipeOutlet, PipeSource, ReadBuf};
 use crate::{wall_clock, Hub, HubStats, Notice, SocketReport};
 
+mod consumer;
 mod producer;
+pub use consumer::AsyncConsumer;
 pub use producer::AsyncProducer;
 
 /// How many socket reports may wait for the driver before readers pause.

@@ -7,8 +7,10 @@ use std::time::Instant;
 use bytes::Bytes;
 use kafka_core::client::{Client, ConnId, Event, IoCommand};
 use kafka_core::conn::ConnError;
+use kafka_core::consumer::{Consumer, ConsumerMetrics};
 use kafka_core::producer::{Producer, ProducerMetrics};
 
+use crate::consumer::{ConsumerCore, ConsumerKey, Mailbox};
 use crate::producer::{Outbox, ProducerCore, ProducerKey};
 use crate::wall_clock;
 
@@ -99,6 +101,10 @@ pub struct Hub<O> {
     producers: Vec<ProducerCore>,
     /// Final counters of producers that finished.
     finished_producers: HashMap<ProducerKey, ProducerMetrics>,
+    /// The running consumers feeding mailboxes (their `Notify` events go to them).
+    consumers: Vec<ConsumerCore>,
+    /// Final counters of consumers that finished.
+    finished_consumers: HashMap<ConsumerKey, ConsumerMetrics>,
 }
 
 impl<O: Outlet> Hub<O> {
@@ -114,6 +120,8 @@ impl<O: Outlet> Hub<O> {
             largest_transmit: 0,
             producers: Vec::new(),
             finished_producers: HashMap::new(),
+            consumers: Vec::new(),
+            finished_consumers: HashMap::new(),
         }
     }
 
@@ -286,10 +294,40 @@ impl<O: Outlet> Hub<O> {
         self.producer(key, |p, core| p.pump(core, now));
     }
 
-    /// Whether producers are still running (a driver keeps going until they finish,
-    /// even when every handle is gone).
+    /// Whether producers or consumers are still running (a driver keeps going until
+    /// they finish, even when every handle is gone).
     pub fn producers_running(&self) -> bool {
-        !self.producers.is_empty()
+        !self.producers.is_empty() || !self.consumers.is_empty()
+    }
+
+    /// Starts the core consumer `consumer` for the application side `mailbox`; from now
+    /// on its `Event::Notify` and `Event::OperationDone` go to its [`ConsumerCore`].
+    pub fn start_consumer(&mut self, now: Instant, consumer: Consumer, mailbox: &Mailbox) {
+        let core = ConsumerCore::start(&mut self.core, now, consumer, mailbox);
+        self.consumers.push(core);
+    }
+
+    /// Runs `f` on the consumer `key` and the core; `None` if it is not running (then
+    /// its final counters are in [`Hub::finished_consumer`]).
+    pub fn consumer<T>(
+        &mut self,
+        key: ConsumerKey,
+        f: impl FnOnce(&mut ConsumerCore, &mut Client) -> T,
+    ) -> Option<T> {
+        let i = self.consumers.iter().position(|c| c.key() == key)?;
+        let out = f(&mut self.consumers[i], &mut self.core);
+        self.retire_finished();
+        Some(out)
+    }
+
+    /// The final counters of the consumer `key`, once it finished.
+    pub fn finished_consumer(&self, key: ConsumerKey) -> Option<&ConsumerMetrics> {
+        self.finished_consumers.get(&key)
+    }
+
+    /// A taker drained the consumer `key`'s queue below its low-water mark.
+    pub fn pump_consumer(&mut self, key: ConsumerKey, now: Instant) {
+        self.consumer(key, |c, core| c.pump(core, now));
     }
 
     /// The earliest of the core's deadline and the producers' (a staged record the core
@@ -332,6 +370,14 @@ impl<O: Outlet> Hub<O> {
             }
             !p.is_finished()
         });
+        let finished = &mut self.finished_consumers;
+        self.consumers.retain(|c| match c.finished_metrics() {
+            Some(m) => {
+                finished.insert(c.key(), m);
+                false
+            }
+            None => true,
+        });
     }
 
     /// Routes one event; `true` if a producer acted on it (it may have made work).
@@ -344,6 +390,16 @@ impl<O: Outlet> Hub<O> {
                     match event {
                         Event::Notify(_) => p.pump(&mut self.core, now),
                         _ => p.finish(&mut self.core),
+                    }
+                    self.retire_finished();
+                    return true;
+                }
+                if let Some(i) = self.consumers.iter().position(|c| c.is(op)) {
+                    let now = Instant::now();
+                    let c = &mut self.consumers[i];
+                    match event {
+                        Event::Notify(_) => c.pump(&mut self.core, now),
+                        _ => c.finish(&mut self.core),
                     }
                     self.retire_finished();
                     return true;

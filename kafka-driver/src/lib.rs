@@ -15,6 +15,9 @@
 //! - [`producer`] is the producer surface the adapters share: owned records, the
 //!   batched staging queue, per-record delivery handles and the driver-side
 //!   [`ProducerCore`](producer::ProducerCore) the hub routes the machine's events to.
+//! - [`consumer`] is the consumer surface they share: the app-side queue of fetched
+//!   records ([`Mailbox`](consumer::Mailbox)) and the driver-side
+//!   [`ConsumerCore`](consumer::ConsumerCore) that fills it from the core's consumer.
 //! - [`front`] is the async adapter written once over a small [`front::Runtime`] trait
 //!   (spawn, timer, resolve, connect, read, write): tokio and async-std supply only that.
 //!
@@ -28,6 +31,7 @@
 //! holds at most [`front::INBOX_REPORTS`] reads of at most [`READ_CHUNK`] bytes.
 
 pub mod chan;
+pub mod consumer;
 pub mod front;
 mod hub;
 pub mod pipe;

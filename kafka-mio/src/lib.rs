@@ -50,6 +50,7 @@
 //! offers every admin operation as a blocking method.
 
 mod admin;
+mod consumer;
 mod driver;
 mod producer;
 mod socket;
@@ -57,6 +58,7 @@ mod socket;
 use std::time::Duration;
 
 pub use admin::Admin;
+pub use consumer::ConsumerView;
 pub use driver::Driver;
 pub use kafka_core::client::OpId;
 pub use kafka_core::client::Operation;

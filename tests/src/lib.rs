@@ -3,6 +3,7 @@
 //! used until the sans-IO connection core and its blocking adapter exist.
 
 pub mod admin_suite;
+pub mod consumer_suite;
 pub mod fake_broker;
 pub mod producer_suite;
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use kafka_core::admin::NewTopic;
 use kafka_core::config::ClientConfig;
@@ -78,12 +78,18 @@ pub fn unique_topic(adapter: &str) -> String {
 
 /// Creates `topic` with [`PARTITIONS`] partitions on the real broker at `bootstrap`.
 pub fn create_topic(bootstrap: &str, topic: &str) {
+    create_topic_with(bootstrap, topic, PARTITIONS);
+}
+
+/// Creates `topic` with `partitions` partitions on the real broker at `bootstrap`
+/// (producing may start at once: the producer waits for leaders itself).
+pub fn create_topic_with(bootstrap: &str, topic: &str, partitions: i32) {
     let admin = kafka_blocking::Admin::new(
         ClientConfig::from_pairs([("bootstrap.servers", bootstrap)]).expect("admin config"),
     )
     .expect("admin");
     let created = admin
-        .create_topics([NewTopic::new(topic, PARTITIONS, 1)])
+        .create_topics([NewTopic::new(topic, partitions, 1)])
         .expect("create_topics");
     assert!(
         created[topic].is_ok(),

@@ -24,6 +24,10 @@ pub(super) struct InFlightFetch {
     pub(super) id: RequestId<FetchRequest>,
     pub(super) plan: Plan,
     pub(super) sent_at: Instant,
+    /// Every partition fetched (sent or held by the session) and its position then: an
+    /// answer for a partition whose position has moved since (a seek, a pause's rewind)
+    /// is from the wrong offset and is dropped.
+    pub(super) positions: Vec<(usize, i64)>,
 }
 
 impl Consumer {
@@ -68,6 +72,7 @@ impl Consumer {
                 continue;
             }
             let plan = self.sessions.entry(node).or_default().plan(&wanted);
+            let positions = wanted.iter().map(|&(i, s)| (i, s.offset)).collect();
             let request = self.fetch_request(cx, &plan);
             let timeout = self.request_timeout + self.cfg.fetch_max_wait;
             let opts = RequestOptions::default().timeout(timeout);
@@ -78,6 +83,7 @@ impl Consumer {
                 id,
                 plan,
                 sent_at: now,
+                positions,
             });
         }
         next
@@ -193,8 +199,9 @@ impl Consumer {
                     self.metrics.unexpected_partitions += 1;
                     continue;
                 };
+                let fetched_at = f.positions.iter().find(|&&(k, _)| k == i).map(|&(_, o)| o);
                 let p = &mut self.parts[i];
-                if !p.assigned || p.buffered || p.position.is_none() {
+                if !p.assigned || p.buffered || p.position.is_none() || p.position != fetched_at {
                     continue; // unassigned, sought or reset since the fetch was sent
                 }
                 let code = KafkaCode(pd.error_code);

@@ -389,9 +389,10 @@ impl Consumer {
         self.errors.pop_front()
     }
 
-    /// Whether records or errors wait to be taken.
+    /// Whether records or errors wait to be taken (records of paused partitions do not
+    /// count: `poll` would not hand them out, so they must not keep notifying).
     pub fn has_pending(&self) -> bool {
-        !self.chunks.is_empty() || !self.errors.is_empty()
+        !self.errors.is_empty() || self.chunks.iter().any(|c| !self.parts[c.part].paused)
     }
 
     /// Stops: fetches in flight are dropped, the machine finishes.

@@ -120,6 +120,9 @@ struct Harness {
     fail_next_fetch: Option<KafkaCode>,
     records: Vec<ConsumerRecord>,
     errors: Vec<ConsumeError>,
+    /// Fetches are kept unanswered (in `held`) while set.
+    hold_fetches: bool,
+    held: Vec<(ConnId, Seen)>,
 }
 
 impl Harness {
@@ -150,6 +153,8 @@ impl Harness {
             fail_next_fetch: None,
             records: Vec::new(),
             errors: Vec::new(),
+            hold_fetches: false,
+            held: Vec::new(),
         }
     }
 
@@ -215,7 +220,11 @@ impl Harness {
                 self.client.poll_transmit(self.now, conn, &mut out);
                 for seen in parse_requests(out) {
                     any = true;
-                    self.answer(conn, &seen);
+                    if self.hold_fetches && seen.api() == ApiKey::Fetch {
+                        self.held.push((conn, seen));
+                    } else {
+                        self.answer(conn, &seen);
+                    }
                 }
             }
             if !any {
@@ -664,4 +673,77 @@ fn corrupt_data_is_a_typed_error_and_the_rest_goes_on() {
     ));
     assert_eq!(h.values(0), expected(0, 20));
     assert_eq!(h.values(2), expected(2, 20));
+}
+
+#[test]
+fn a_fetch_answered_after_a_seek_is_dropped_and_fetched_again_from_the_new_position() {
+    let mut h = Harness::new(&[("auto.offset.reset", "earliest")]);
+    h.hold_fetches = true;
+    h.assign_all();
+    h.client
+        .command(h.now, h.consumer, |c, _| c.seek(TOPIC, 0, 15))
+        .unwrap();
+    h.run(Duration::from_millis(20));
+    assert_eq!(
+        h.held.len(),
+        1,
+        "one Fetch, from offset 15 for partition 0, held"
+    );
+    // Rewind while that Fetch is out (a pause's rewind in the adapters does this too).
+    h.client
+        .command(h.now, h.consumer, |c, _| c.seek(TOPIC, 0, 5))
+        .unwrap();
+    h.hold_fetches = false;
+    for (conn, seen) in std::mem::take(&mut h.held) {
+        h.answer(conn, &seen);
+    }
+    h.run(Duration::from_millis(200));
+    let want: Vec<String> = (5..20).map(|i| format!("p0-{i}")).collect();
+    assert_eq!(
+        h.values(0),
+        want,
+        "nothing from the stale answer, nothing skipped"
+    );
+    for p in 1..PARTITIONS {
+        assert_eq!(h.values(p), expected(p, 20));
+    }
+}
+
+#[test]
+fn paused_partitions_buffered_records_wait_without_notifying_and_come_after_resume() {
+    let mut h = Harness::new(&[("auto.offset.reset", "earliest"), ("max.poll.records", "1")]);
+    h.assign_all();
+    h.run(Duration::from_millis(5));
+    assert!(!h.records.is_empty(), "chunks fetched and being handed out");
+    let all = || (0..PARTITIONS).map(|p| (TOPIC, p));
+    h.client
+        .command(h.now, h.consumer, |c, _| c.pause(all()))
+        .unwrap();
+    let (pending, buffered) = h
+        .client
+        .command(h.now, h.consumer, |c, _| {
+            (c.has_pending(), c.metrics().buffered_bytes)
+        })
+        .unwrap();
+    assert!(buffered > 0, "the paused chunks are kept");
+    assert!(
+        !pending,
+        "nothing to hand out while every partition is paused"
+    );
+    // No Notify while paused (an adapter pumping on Notify would spin otherwise).
+    while h.client.poll_event().is_some() {}
+    let before = h.records.len();
+    h.run(Duration::from_millis(50));
+    assert_eq!(h.records.len(), before);
+    h.client
+        .command(h.now, h.consumer, |c, _| c.resume(all()))
+        .unwrap();
+    h.run(Duration::from_millis(300));
+    for p in 0..PARTITIONS {
+        assert_eq!(
+            h.values(p),
+            expected(p, 20),
+            "partition {p}: once, in order"
+        );
+    }
 }

@@ -1,0 +1,233 @@
+//! [`ConsumerCore`]: the driver side of one consumer. It owns the core machine's id,
+//! moves records from the core into the [`Mailbox`](super::Mailbox) queue (one
+//! `Consumer::poll` per `Client::command`, only while the queue is below
+//! `max.poll.records`), applies control calls in order and answers position queries.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use kafka_core::client::{Client, OpId, OpRef};
+use kafka_core::consumer::{ConsumeError, Consumer, ConsumerMetrics, ConsumerRecord};
+
+use super::{in_list, is, ConsumerKey, Control, Mailbox, Shared};
+
+/// What a close waits for: the final counters.
+pub type CloseAnswer = Box<dyn FnOnce(ConsumerMetrics) + Send>;
+
+/// The driver side of one consumer (kept by the [`Hub`](crate::Hub)).
+pub struct ConsumerCore {
+    key: ConsumerKey,
+    id: OpId<Consumer>,
+    shared: Arc<Shared>,
+    /// Records taken from the core and not yet published (a control call is on its way).
+    held: VecDeque<ConsumerRecord>,
+    held_errors: Vec<ConsumeError>,
+    closes: Vec<CloseAnswer>,
+    finished: Option<ConsumerMetrics>,
+}
+
+impl ConsumerCore {
+    /// Starts `consumer` in `core` for the application side `mailbox`.
+    pub fn start(core: &mut Client, now: Instant, consumer: Consumer, mailbox: &Mailbox) -> Self {
+        let id = core.start_op(now, consumer);
+        ConsumerCore {
+            key: mailbox.key(),
+            id,
+            shared: mailbox.shared().clone(),
+            held: VecDeque::new(),
+            held_errors: Vec::new(),
+            closes: Vec::new(),
+            finished: None,
+        }
+    }
+
+    /// The consumer's key.
+    pub fn key(&self) -> ConsumerKey {
+        self.key
+    }
+
+    /// The core machine's id.
+    pub fn id(&self) -> OpId<Consumer> {
+        self.id
+    }
+
+    /// Whether `op` is this consumer's machine.
+    pub fn is(&self, op: OpRef) -> bool {
+        self.id == op
+    }
+
+    /// The final counters, once the machine finished.
+    pub fn finished_metrics(&self) -> Option<ConsumerMetrics> {
+        self.finished.clone()
+    }
+
+    /// Moves what the core has for the application into the queue, if it has room (on
+    /// the machine's `Notify`, and when a taker drained the queue below its low-water
+    /// mark).
+    pub fn pump(&mut self, core: &mut Client, now: Instant) {
+        let room = {
+            let mut queue = self.shared.lock();
+            queue.wake_pending = false;
+            queue.controls_pending == 0
+                && !queue.closed
+                && queue.records.len() < self.shared.max_poll
+        };
+        if room && self.finished.is_none() && self.held.is_empty() {
+            let mut out = Vec::new();
+            let errors = &mut self.held_errors;
+            core.command(now, self.id, |c, _| {
+                c.poll(&mut out);
+                while let Some(e) = c.take_error() {
+                    errors.push(e);
+                }
+            });
+            self.held.extend(out);
+        }
+        self.publish();
+    }
+
+    /// Applies a control call (in submission order), then publishes what it held back.
+    pub(crate) fn control(&mut self, core: &mut Client, now: Instant, control: Control) {
+        let held = &mut self.held;
+        core.command(now, self.id, |c, cx| match control {
+            Control::Assign(parts) => {
+                held.retain(|r| in_list(r, &parts));
+                c.assign(cx, parts.iter().map(|(t, p)| (t.as_str(), *p)));
+            }
+            Control::Seek((t, p), offset) => {
+                held.retain(|r| !is(r, &t, p));
+                c.seek(&t, p, offset);
+            }
+            Control::SeekToBeginning(parts) => {
+                held.retain(|r| !in_list(r, &parts));
+                c.seek_to_beginning(parts.iter().map(|(t, p)| (t.as_str(), *p)));
+            }
+            Control::SeekToEnd(parts) => {
+                held.retain(|r| !in_list(r, &parts));
+                c.seek_to_end(parts.iter().map(|(t, p)| (t.as_str(), *p)));
+            }
+            Control::Pause(parts, mut rewinds) => {
+                // Held records come after the queued ones: the queue's first offset wins.
+                held.retain(|r| {
+                    if !in_list(r, &parts) {
+                        return true;
+                    }
+                    if !rewinds.iter().any(|((t, p), _)| is(r, t, *p)) {
+                        rewinds.push(((r.topic.to_string(), r.partition), r.offset));
+                    }
+                    false
+                });
+                for ((t, p), offset) in &rewinds {
+                    c.seek(t, *p, *offset);
+                }
+                c.pause(parts.iter().map(|(t, p)| (t.as_str(), *p)));
+            }
+            Control::Resume(parts) => c.resume(parts.iter().map(|(t, p)| (t.as_str(), *p))),
+        });
+        {
+            let mut queue = self.shared.lock();
+            queue.controls_pending = queue.controls_pending.saturating_sub(1);
+        }
+        self.pump(core, now);
+    }
+
+    /// The next offset the application gets from a partition: the first record of it
+    /// still queued or held, else the core's position.
+    pub fn position(
+        &mut self,
+        core: &mut Client,
+        now: Instant,
+        topic: &str,
+        partition: i32,
+    ) -> Option<i64> {
+        let queued = {
+            let queue = self.shared.lock();
+            queue
+                .records
+                .iter()
+                .find(|r| is(r, topic, partition))
+                .map(|r| r.offset)
+        };
+        queued
+            .or_else(|| {
+                self.held
+                    .iter()
+                    .find(|r| is(r, topic, partition))
+                    .map(|r| r.offset)
+            })
+            .or_else(|| {
+                core.command(now, self.id, |c, _| c.position(topic, partition))
+                    .flatten()
+            })
+    }
+
+    /// The core's counters now (the final ones once finished).
+    pub fn metrics(&mut self, core: &mut Client, now: Instant) -> ConsumerMetrics {
+        if let Some(m) = &self.finished {
+            return m.clone();
+        }
+        core.command(now, self.id, |c, _| c.metrics())
+            .unwrap_or_default()
+    }
+
+    /// Closes the core consumer; `done` gets the final counters once it finished.
+    pub fn close(&mut self, core: &mut Client, now: Instant, done: CloseAnswer) {
+        if let Some(m) = &self.finished {
+            done(m.clone());
+            return;
+        }
+        self.closes.push(done);
+        let ran = core.command(now, self.id, |c, cx| c.close(cx));
+        if ran.is_none() {
+            self.finish(core);
+        }
+    }
+
+    /// The machine finished (`Event::OperationDone`): the queue closes, closers get the
+    /// final counters.
+    pub fn finish(&mut self, core: &mut Client) {
+        if self.finished.is_some() {
+            return;
+        }
+        let metrics = core.take_op_output(self.id).unwrap_or_default();
+        self.held.clear();
+        let mut queue = self.shared.lock();
+        queue.closed = true;
+        queue.records.clear();
+        self.shared.wake_takers(queue);
+        for c in self.closes.drain(..) {
+            c(metrics.clone());
+        }
+        self.finished = Some(metrics);
+    }
+
+    /// Moves held records and errors into the queue unless a control call is on its way.
+    fn publish(&mut self) {
+        if self.held.is_empty() && self.held_errors.is_empty() {
+            return;
+        }
+        let mut queue = self.shared.lock();
+        if queue.controls_pending > 0 || queue.closed {
+            return;
+        }
+        queue.errors.extend(self.held_errors.drain(..));
+        if queue.records.is_empty() {
+            // Swap buffers: no record is moved.
+            std::mem::swap(&mut queue.records, &mut self.held);
+        } else {
+            queue.records.extend(self.held.drain(..));
+        }
+        self.shared.wake_takers(queue);
+    }
+}
+
+impl std::fmt::Debug for ConsumerCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumerCore")
+            .field("key", &self.key)
+            .field("held", &self.held.len())
+            .field("finished", &self.finished.is_some())
+            .finish_non_exhaustive()
+    }
+}

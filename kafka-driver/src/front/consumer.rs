@@ -1,0 +1,201 @@
+//! [`AsyncConsumer`]: the async consumer handle of the front, over the shared
+//! [`Mailbox`] / [`ConsumerCore`](crate::consumer::ConsumerCore) pair.
+
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use kafka_core::config::ClientConfig;
+use kafka_core::consumer::Consumer;
+
+use super::{Command, Handle};
+use crate::chan::{self, Receiver};
+use crate::consumer::{
+    self, ConsumerError, ConsumerKey, ConsumerMetrics, ConsumerRecord, HubCommand, Mailbox,
+};
+
+/// An async consumer on a front's driver task (assign mode). Cheap to clone (`Send +
+/// Sync`; clones share one queue of fetched records); when the last clone goes, the
+/// consumer closes in the background.
+#[derive(Clone)]
+pub struct AsyncConsumer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    mailbox: Mailbox,
+    front: Handle,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let close = self.mailbox.close_command(|_| {});
+        self.mailbox.submit(close);
+    }
+}
+
+impl Handle {
+    /// Starts `consumer` (made from `config`, the client's configuration) on the driver.
+    pub fn start_consumer(&self, config: &ClientConfig, consumer: Consumer) -> AsyncConsumer {
+        let key = ConsumerKey::next();
+        let commands = self.commands.clone();
+        let submit = Box::new(move |c: HubCommand| commands.push(c).is_ok());
+        let mailbox = Mailbox::new(config, key, submit);
+        let theirs = mailbox.clone();
+        let start: Command = Box::new(move |hub, now| {
+            hub.start_consumer(now, consumer, &theirs);
+        });
+        let _ = self.commands.push(start);
+        AsyncConsumer {
+            inner: Arc::new(Inner {
+                mailbox,
+                front: self.clone(),
+            }),
+        }
+    }
+}
+
+impl AsyncConsumer {
+    /// The next record, waiting as long as it takes (or the next partition error).
+    pub async fn recv(&self) -> Result<ConsumerRecord, ConsumerError> {
+        let mailbox = &self.inner.mailbox;
+        poll_fn(|cx| mailbox.poll_take_one(Some(cx.waker()))).await
+    }
+
+    /// The next record if one is queued (or the next partition error); else `Pending`,
+    /// with `cx`'s waker woken when one arrives (for `Stream` impls).
+    pub fn poll_recv(
+        &self,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Result<ConsumerRecord, ConsumerError>> {
+        self.inner.mailbox.poll_take_one(Some(cx.waker()))
+    }
+
+    /// Up to `max.poll.records` records, waiting up to `timeout` for the first (or the
+    /// next partition error); an empty `Vec` if none came in time.
+    pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>, ConsumerError> {
+        let mailbox = &self.inner.mailbox;
+        if let Poll::Ready(r) = mailbox.poll_take(None) {
+            return r;
+        }
+        let timer = (self.inner.front.sleep)(Instant::now() + timeout);
+        let mut timer = pin!(timer);
+        poll_fn(|cx| {
+            if let Poll::Ready(r) = mailbox.poll_take(Some(cx.waker())) {
+                return Poll::Ready(r);
+            }
+            timer.as_mut().poll(cx).map(|()| Ok(Vec::new()))
+        })
+        .await
+    }
+
+    /// See [`Mailbox::assign`].
+    pub fn assign<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+    ) -> Result<(), ConsumerError> {
+        self.inner.mailbox.assign(consumer::partitions(partitions))
+    }
+
+    /// See [`Mailbox::seek`].
+    pub fn seek(&self, topic: &str, partition: i32, offset: i64) -> Result<(), ConsumerError> {
+        self.inner.mailbox.seek(topic, partition, offset)
+    }
+
+    /// See [`Mailbox::seek_to_beginning`].
+    pub fn seek_to_beginning<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+    ) -> Result<(), ConsumerError> {
+        self.inner
+            .mailbox
+            .seek_to_beginning(consumer::partitions(partitions))
+    }
+
+    /// See [`Mailbox::seek_to_end`].
+    pub fn seek_to_end<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+    ) -> Result<(), ConsumerError> {
+        self.inner
+            .mailbox
+            .seek_to_end(consumer::partitions(partitions))
+    }
+
+    /// See [`Mailbox::pause`].
+    pub fn pause<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+    ) -> Result<(), ConsumerError> {
+        self.inner.mailbox.pause(consumer::partitions(partitions))
+    }
+
+    /// See [`Mailbox::resume`].
+    pub fn resume<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+    ) -> Result<(), ConsumerError> {
+        self.inner.mailbox.resume(consumer::partitions(partitions))
+    }
+
+    /// The next offset the application gets from the partition (`None` while unknown,
+    /// e.g. before the reset of a new assignment is answered).
+    pub async fn position(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<i64>, ConsumerError> {
+        let (tx, rx) = chan::channel(1);
+        let command = self
+            .inner
+            .mailbox
+            .position_command(topic, partition, move |p| {
+                let _ = tx.push(p);
+            });
+        self.submit(command)?;
+        recv(rx).await.ok_or(ConsumerError::DriverGone)
+    }
+
+    /// A snapshot of the core consumer's counters.
+    pub async fn metrics(&self) -> Result<ConsumerMetrics, ConsumerError> {
+        let (tx, rx) = chan::channel(1);
+        let command = self.inner.mailbox.metrics_command(move |m| {
+            let _ = tx.push(m);
+        });
+        self.submit(command)?;
+        recv(rx).await.ok_or(ConsumerError::DriverGone)
+    }
+
+    /// Closes: takers get [`ConsumerError::Closed`] at once; resolves with the final
+    /// counters once the core consumer stopped.
+    pub async fn close(&self) -> Result<ConsumerMetrics, ConsumerError> {
+        let (tx, rx) = chan::channel(1);
+        let command = self.inner.mailbox.close_command(move |m| {
+            let _ = tx.push(m);
+        });
+        self.submit(command)?;
+        recv(rx).await.ok_or(ConsumerError::DriverGone)
+    }
+
+    fn submit(&self, command: HubCommand) -> Result<(), ConsumerError> {
+        if self.inner.mailbox.submit(command) {
+            Ok(())
+        } else {
+            Err(ConsumerError::DriverGone)
+        }
+    }
+}
+
+impl std::fmt::Debug for AsyncConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncConsumer")
+            .field("mailbox", &self.inner.mailbox)
+            .finish()
+    }
+}
+
+async fn recv<T>(mut rx: Receiver<T>) -> Option<T> {
+    poll_fn(|cx| rx.poll_recv(cx)).await
+}

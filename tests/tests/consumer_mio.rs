@@ -1,0 +1,124 @@
+//! The mio consumer, in a caller-owned loop: the shared consumer suite on the real
+//! broker (records taken after the consumer's `Event::Notify`).
+
+use std::time::{Duration, Instant};
+
+use kafka_core::client::{Event, OpId};
+use kafka_core::consumer::{Consumer, ConsumerRecord};
+use kafka_mio::mio::{Events, Poll};
+use kafka_mio::Driver;
+use kafka_tests::consumer_suite::{self as suite, RECORDS};
+
+struct Mio {
+    poll: Poll,
+    events: Events,
+    driver: Driver,
+    id: OpId<Consumer>,
+}
+
+impl Mio {
+    fn new(bootstrap: &str) -> Self {
+        let poll = Poll::new().expect("poll");
+        let mut driver =
+            Driver::new(suite::config(bootstrap, &[]), poll.registry(), 0..64).expect("driver");
+        let id = driver.start_consumer();
+        Mio {
+            poll,
+            events: Events::with_capacity(256),
+            driver,
+            id,
+        }
+    }
+
+    /// One turn of the caller's loop: wait (at most `max`), hand over readiness, drain;
+    /// `true` if the consumer notified or finished.
+    fn turn(&mut self, max: Duration) -> bool {
+        let wait = self.driver.timeout().map_or(max, |t| t.min(max));
+        self.poll.poll(&mut self.events, Some(wait)).expect("poll");
+        for event in self.events.iter() {
+            if self.driver.owns(event.token()) {
+                self.driver.handle_event(self.poll.registry(), event);
+            }
+        }
+        self.driver.handle_timeout(self.poll.registry());
+        self.driver.poll(self.poll.registry());
+        let mut ours = false;
+        while let Some(event) = self.driver.poll_event() {
+            ours |= matches!(event, Event::Notify(op) | Event::OperationDone(op) if self.id == op);
+        }
+        ours
+    }
+
+    fn parts(partitions: &[(String, i32)]) -> impl Iterator<Item = (&str, i32)> {
+        partitions.iter().map(|(t, p)| (t.as_str(), *p))
+    }
+}
+
+impl suite::Adapter for Mio {
+    fn assign(&mut self, partitions: &[(String, i32)]) {
+        self.driver
+            .consumer(self.id)
+            .assign(Self::parts(partitions));
+    }
+    fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
+        self.driver.consumer(self.id).seek(topic, partition, offset);
+    }
+    fn seek_to_beginning(&mut self, partitions: &[(String, i32)]) {
+        self.driver
+            .consumer(self.id)
+            .seek_to_beginning(Self::parts(partitions));
+    }
+    fn pause(&mut self, partitions: &[(String, i32)]) {
+        self.driver.consumer(self.id).pause(Self::parts(partitions));
+    }
+    fn resume(&mut self, partitions: &[(String, i32)]) {
+        self.driver
+            .consumer(self.id)
+            .resume(Self::parts(partitions));
+    }
+    fn position(&mut self, topic: &str, partition: i32) -> Option<i64> {
+        // Resets are answered through the loop: give it a turn first.
+        self.turn(Duration::from_millis(5));
+        self.driver.consumer(self.id).position(topic, partition)
+    }
+    fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
+        let until = Instant::now() + timeout;
+        let mut out = Vec::new();
+        loop {
+            let mut view = self.driver.consumer(self.id);
+            if let Some(e) = view.take_error() {
+                panic!("consume error: {e}");
+            }
+            if view.poll(&mut out) > 0 {
+                // The core fetches again after a take: let the loop send it.
+                self.driver.poll(self.poll.registry());
+                return out;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return out;
+            }
+            self.turn(until - now);
+        }
+    }
+    fn close(&mut self) {
+        self.driver.consumer(self.id).close();
+        let start = Instant::now();
+        while self.driver.take_output(self.id).is_none() {
+            assert!(start.elapsed() < Duration::from_secs(10), "close hangs");
+            self.turn(Duration::from_millis(20));
+        }
+        let mut out = Vec::new();
+        assert_eq!(self.driver.consumer(self.id).poll(&mut out), 0);
+        self.driver.shutdown(self.poll.registry());
+    }
+}
+
+#[test]
+fn real_broker_every_record_once_in_order_with_seek_pause_resume() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("consumer_mio real broker") else {
+        return;
+    };
+    let fixture = suite::prepare(&bootstrap, "mio", RECORDS);
+    suite::run(&mut Mio::new(&bootstrap), &fixture);
+}

@@ -1,0 +1,132 @@
+//! The tokio consumer: the shared consumer suite on the real broker (`poll` batches and
+//! `recv`), and what a consumer does with no broker at all.
+
+use std::time::{Duration, Instant};
+
+use kafka_core::consumer::ConsumerRecord;
+use kafka_tests::consumer_suite::{self as suite, RECORDS};
+use kafka_tokio::{Consumer, Error};
+use tokio::runtime::Runtime;
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+struct Tokio {
+    rt: Runtime,
+    consumer: Consumer,
+}
+
+impl suite::Adapter for Tokio {
+    fn assign(&mut self, partitions: &[(String, i32)]) {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        self.consumer.assign(parts).expect("assign");
+    }
+    fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
+        self.consumer.seek(topic, partition, offset).expect("seek");
+    }
+    fn seek_to_beginning(&mut self, partitions: &[(String, i32)]) {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        self.consumer
+            .seek_to_beginning(parts)
+            .expect("seek_to_beginning");
+    }
+    fn pause(&mut self, partitions: &[(String, i32)]) {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        self.consumer.pause(parts).expect("pause");
+    }
+    fn resume(&mut self, partitions: &[(String, i32)]) {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        self.consumer.resume(parts).expect("resume");
+    }
+    fn position(&mut self, topic: &str, partition: i32) -> Option<i64> {
+        self.rt
+            .block_on(self.consumer.position(topic, partition))
+            .expect("position")
+    }
+    fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
+        self.rt.block_on(self.consumer.poll(timeout)).expect("poll")
+    }
+    fn close(&mut self) {
+        self.rt.block_on(self.consumer.close()).expect("close");
+        let after = self.rt.block_on(self.consumer.recv());
+        assert!(matches!(after, Err(Error::Closed)), "{after:?}");
+    }
+}
+
+#[test]
+fn real_broker_every_record_once_in_order_with_seek_pause_resume() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("consumer_tokio real broker") else {
+        return;
+    };
+    let fixture = suite::prepare(&bootstrap, "tokio", RECORDS);
+    let rt = runtime();
+    let consumer = rt
+        .block_on(async { Consumer::new(suite::config(&bootstrap, &[])) })
+        .expect("consumer");
+    let mut adapter = Tokio { rt, consumer };
+    suite::run(&mut adapter, &fixture);
+}
+
+#[test]
+fn real_broker_recv_hands_out_every_record_one_by_one() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("consumer_tokio recv") else {
+        return;
+    };
+    let fixture = suite::prepare(&bootstrap, "tokio-recv", 5_000);
+    let rt = runtime();
+    rt.block_on(async {
+        let consumer = Consumer::new(suite::config(&bootstrap, &[])).expect("consumer");
+        consumer.assign(fixture.partitions()).expect("assign");
+        let mut next = [0i64; suite::PARTITIONS as usize];
+        for _ in 0..5_000 {
+            let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+                .await
+                .expect("a record within 30 s")
+                .expect("recv");
+            assert_eq!(r.offset, next[r.partition as usize]);
+            next[r.partition as usize] += 1;
+        }
+        let m = consumer.metrics().await.expect("metrics");
+        assert!(m.fetches > 0 && m.records >= 5_000, "{m:?}");
+        consumer.close().await.expect("close");
+    });
+}
+
+#[test]
+fn without_a_broker_poll_times_out_empty_and_close_ends_it() {
+    let rt = runtime();
+    rt.block_on(async {
+        let consumer = Consumer::new(suite::config("127.0.0.1:1", &[])).expect("consumer");
+        consumer.assign([("t", 0)]).expect("assign");
+        let start = Instant::now();
+        let got = consumer
+            .poll(Duration::from_millis(300))
+            .await
+            .expect("poll");
+        assert!(got.is_empty());
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(consumer.position("t", 0).await.expect("position"), None);
+        // A recv waiting when the consumer closes ends with Closed, not a hang.
+        let waiting = tokio::spawn({
+            let consumer = consumer.clone();
+            async move { consumer.recv().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        consumer.close().await.expect("close");
+        let ended = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("recv ends")
+            .expect("task");
+        assert!(matches!(ended, Err(Error::Closed)), "{ended:?}");
+    });
+}
