@@ -88,8 +88,9 @@ pub struct Producer {
     metadata_generation: u64,
     /// Topics a send waits for.
     waiting_topics: BTreeSet<String>,
-    /// A send was refused for lack of buffer space.
-    blocked_on_buffer: bool,
+    /// A send was refused for lack of buffer space, with this much charged then: room
+    /// may have come once less is.
+    blocked_on_buffer: Option<usize>,
     closing: bool,
     fatal: Option<ProduceError>,
     /// Flushing until this batch id (exclusive) is reported.
@@ -167,7 +168,7 @@ impl Producer {
             max_request_size: p.max_request_size,
             metadata_generation: u64::MAX,
             waiting_topics: BTreeSet::new(),
-            blocked_on_buffer: false,
+            blocked_on_buffer: None,
             closing: false,
             fatal: None,
             flush_until: None,
@@ -223,7 +224,7 @@ impl Producer {
             .choose(cx, topic.entry, record, size, batch_size)?;
         let part = topic.part_index(partition)?;
         if !self.acc.fits(part, size) {
-            self.blocked_on_buffer = true;
+            self.blocked_on_buffer = Some(self.acc.used());
             return Err(SendError::WouldBlock(Blocked::BufferFull));
         }
         let timestamp = record.timestamp.unwrap_or_else(|| cx.wall_clock_ms());
@@ -368,8 +369,11 @@ impl Producer {
     /// Whether a send refused with `WouldBlock` may now succeed.
     fn unblocked(&mut self, cx: &OpContext<'_>) -> bool {
         let mut any = false;
-        if self.blocked_on_buffer && self.acc.used() < self.acc.budget() {
-            self.blocked_on_buffer = false;
+        if self
+            .blocked_on_buffer
+            .is_some_and(|at| self.acc.used() < at)
+        {
+            self.blocked_on_buffer = None;
             any = true;
         }
         if !self.waiting_topics.is_empty() {

@@ -49,6 +49,27 @@ fn a_full_batch_does_not_open_another_past_buffer_memory() {
     // The batch the refused record did not fit in is sent at once, not after linger.ms.
     c.step(Duration::from_millis(1));
     assert_eq!(metrics(&mut c).requests_in_flight, 2);
+    // Nothing is freed while the answers are held, so nothing says "try again". (An
+    // adapter retries the refused record on each notification: a wake-up per refusal
+    // would spin it.)
+    assert_eq!(
+        c.send(0, &value(10_000)),
+        Err(SendError::WouldBlock(Blocked::BufferFull))
+    );
+    let mut seen = c.notifies;
+    let mut retries = 0;
+    for _ in 0..50 {
+        c.step(Duration::from_millis(1));
+        if c.notifies > seen {
+            seen = c.notifies;
+            retries += 1;
+            assert_eq!(
+                c.send(0, &value(10_000)),
+                Err(SendError::WouldBlock(Blocked::BufferFull))
+            );
+        }
+    }
+    assert_eq!(retries, 0, "no wake-up while the buffer stays full");
     c.faults.hold = false;
     assert!(c.run_until(Duration::from_secs(2), all_reported));
     assert!(

@@ -85,6 +85,8 @@ pub(super) struct Cluster {
     pub(super) sent: HashMap<(u64, u32), Bytes>,
     pub(super) produce_requests: usize,
     pub(super) metadata_requests: usize,
+    /// `Event::Notify`s of the producer seen.
+    pub(super) notifies: usize,
     pub(super) topic_id: Uuid,
 }
 
@@ -120,6 +122,7 @@ impl Cluster {
             sent: HashMap::new(),
             produce_requests: 0,
             metadata_requests: 0,
+            notifies: 0,
             topic_id: Uuid::from_bytes([7; 16]),
         }
     }
@@ -193,6 +196,7 @@ impl Cluster {
         while let Some(ev) = self.client.poll_event() {
             if let Event::Notify(r) = ev {
                 assert!(self.producer == r);
+                self.notifies += 1;
             }
         }
         let mut got = Vec::new();
