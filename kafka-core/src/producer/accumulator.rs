@@ -161,47 +161,6 @@ pub(super) struct Accumulator {
     pub(super) reports: VecDeque<Report>,
 }
 
-/// A topic's entry borrowed for one send, with the partitions' states (see
-/// [`Accumulator::topic`]).
-pub(super) struct TopicSlot<'a> {
-    pub(super) entry: &'a mut TopicEntry,
-    parts: &'a mut Vec<Part>,
-    opts: BatchOptions,
-    batch_size: usize,
-}
-
-impl TopicSlot<'_> {
-    /// The index in [`Accumulator::parts`] of the topic's `partition` (checked to be in
-    /// range), creating its state on first use.
-    pub(super) fn part_index(&mut self, partition: i32) -> Result<usize, RecordError> {
-        let entry = &mut *self.entry;
-        let p = partition as usize;
-        if let Some(&i) = entry.parts.get(p).filter(|&&i| i != usize::MAX) {
-            return Ok(i);
-        }
-        if entry.parts.len() <= p {
-            entry.parts.resize(p + 1, usize::MAX);
-        }
-        let i = self.parts.len();
-        self.parts.push(Part {
-            topic: entry.name.clone(),
-            topic_id: entry.id,
-            partition,
-            builder: BatchBuilder::new(self.opts, self.batch_size)?,
-            open: None,
-            queued: VecDeque::new(),
-            inflight: 0,
-            failed: Vec::new(),
-            next_seq: 0,
-            acked_next: 0,
-            next_order: 0,
-            backoff_until: None,
-        });
-        entry.parts[p] = i;
-        Ok(i)
-    }
-}
-
 impl Accumulator {
     pub(super) fn new(
         opts: BatchOptions,
@@ -453,5 +412,46 @@ impl Accumulator {
             }
         }
         self.ready.clear();
+    }
+}
+
+/// A topic's entry borrowed for one send, with the partitions' states (see
+/// [`Accumulator::topic`]).
+pub(super) struct TopicSlot<'a> {
+    pub(super) entry: &'a mut TopicEntry,
+    parts: &'a mut Vec<Part>,
+    opts: BatchOptions,
+    batch_size: usize,
+}
+
+impl TopicSlot<'_> {
+    /// The index in [`Accumulator::parts`] of the topic's `partition` (checked to be in
+    /// range), creating its state on first use.
+    pub(super) fn part_index(&mut self, partition: i32) -> Result<usize, RecordError> {
+        let entry = &mut *self.entry;
+        let p = partition as usize;
+        if let Some(&i) = entry.parts.get(p).filter(|&&i| i != usize::MAX) {
+            return Ok(i);
+        }
+        if entry.parts.len() <= p {
+            entry.parts.resize(p + 1, usize::MAX);
+        }
+        let i = self.parts.len();
+        self.parts.push(Part {
+            topic: entry.name.clone(),
+            topic_id: entry.id,
+            partition,
+            builder: BatchBuilder::new(self.opts, self.batch_size)?,
+            open: None,
+            queued: VecDeque::new(),
+            inflight: 0,
+            failed: Vec::new(),
+            next_seq: 0,
+            acked_next: 0,
+            next_order: 0,
+            backoff_until: None,
+        });
+        entry.parts[p] = i;
+        Ok(i)
     }
 }
