@@ -68,9 +68,8 @@ impl Accumulator {
         let mut builder = BatchBuilder::new(self.opts, target)?;
         let mut pieces: Vec<Batch> = Vec::new();
         let mut piece_first = 0u32;
-        let mut index = 0u32;
         let mut headers: Vec<Header> = Vec::new();
-        for record in decoded.records()? {
+        for (index, record) in (0u32..).zip(decoded.records()?) {
             let record = record?;
             headers.clear();
             headers.extend(record.headers.iter());
@@ -97,7 +96,6 @@ impl Accumulator {
                     return Err(RecordError::Unencodable("a piece refused its first record"));
                 }
             }
-            index += 1;
         }
         if !builder.is_empty() {
             pieces.push(self.piece(batch, &header, &mut builder, piece_first)?);
