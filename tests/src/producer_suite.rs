@@ -90,25 +90,4 @@ pub fn create_topic(bootstrap: &str, topic: &str) {
         "create {topic}: {:?}",
         created[topic]
     );
-    // Wait until every partition has a leader, then a little more for the broker to act
-    // as one: right after creation the core producer can get NOT_LEADER_OR_FOLLOWER and
-    // then OUT_OF_ORDER_SEQUENCE_NUMBER answers, after which it has been seen to stall
-    // with batches outstanding and nothing in flight (a core issue, reported; these
-    // tests are about the adapters).
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let described = admin.describe_topics([topic]).expect("describe_topics");
-        let ready = described[topic].as_ref().is_ok_and(|d| {
-            d.partitions.len() == PARTITIONS as usize
-                && d.partitions
-                    .iter()
-                    .all(|p| p.leader.is_some_and(|l| l >= 0))
-        });
-        if ready {
-            break;
-        }
-        assert!(Instant::now() < until, "{topic}: no leaders after 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(500));
 }

@@ -407,7 +407,15 @@ impl Client {
                 if let Some(resp) = decoded.value.downcast_ref::<MetadataResponse>() {
                     self.metadata.update(resp);
                     self.metadata_at = Some(now);
-                    self.metadata_due = Some(now + self.config.common().metadata_max_age);
+                    // A refresh asked for while this one was in flight (a topic the
+                    // request did not name, a leader lost since) may not be answered
+                    // by it: it stays due, one backoff from now, not `metadata.max.age.ms`.
+                    let common = self.config.common();
+                    let next = match self.metadata_due {
+                        Some(_) => common.retry_backoff,
+                        None => common.metadata_max_age,
+                    };
+                    self.metadata_due = Some(now + next);
                     self.events.push_back(Event::MetadataUpdated);
                     self.notice_ops(&Notice::MetadataUpdated);
                 }

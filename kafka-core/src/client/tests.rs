@@ -447,4 +447,42 @@ fn a_route_that_keeps_waiting_refreshes_metadata_at_most_once_per_retry_backoff(
     );
 }
 
+#[test]
+fn a_refresh_asked_for_while_one_is_in_flight_is_sent_after_it_not_lost() {
+    let mut h = Harness::new();
+    h.client.request_metadata(h.now, ["a".to_string()]);
+    let rest = h.negotiate();
+    assert_eq!(rest.len(), 1);
+    let (conn, _, first) = &rest[0];
+    let names = |seen: &Seen| -> Vec<String> {
+        let req: MetadataRequest = seen.decode();
+        let mut n: Vec<String> = req
+            .topics
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|t| t.name)
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(first), ["a"]);
+    // A new topic is wanted while the first refresh is in flight: the answer to that
+    // one cannot name it, so another refresh follows one backoff later.
+    h.client.request_metadata(h.now, ["b".to_string()]);
+    assert!(h.written().is_empty(), "one metadata request at a time");
+    h.reply(*conn, first, &cluster_metadata());
+    assert!(h.written().is_empty(), "not before the backoff");
+    h.advance(Duration::from_millis(150));
+    let again = h.written();
+    assert_eq!(again.len(), 1, "the refresh asked for in flight is sent");
+    assert_eq!(names(&again[0].2), ["a", "b"]);
+    // Once answered with nothing more wanted, the next refresh is metadata.max.age away.
+    h.reply(again[0].0, &again[0].2, &cluster_metadata());
+    h.advance(Duration::from_secs(60));
+    assert!(
+        h.written().is_empty(),
+        "no refresh before metadata.max.age.ms"
+    );
+}
+
 mod machines;

@@ -120,6 +120,11 @@ pub(super) struct Part {
     pub(super) next_seq: i32,
     /// The sequence the broker expects after the last acknowledged batch.
     pub(super) acked_next: i32,
+    /// Whether the broker acknowledged a batch of this partition under the current
+    /// producer epoch. Until it has, the broker keeps no sequence for us there and
+    /// accepts any first sequence, so only one request of the partition may be in
+    /// flight (else a retried first batch could land behind its successors).
+    pub(super) confirmed: bool,
     /// The next send-order position.
     pub(super) next_order: u64,
     /// Not before this instant (retry backoff).
@@ -448,6 +453,7 @@ impl TopicSlot<'_> {
             failed: Vec::new(),
             next_seq: 0,
             acked_next: 0,
+            confirmed: false,
             next_order: 0,
             backoff_until: None,
         });

@@ -52,7 +52,7 @@ mod sender;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 pub use delivery::{
     Appended, BatchId, Blocked, Delivered, ProduceError, ProducerRecord, Report, SendError,
@@ -87,7 +87,7 @@ pub struct Producer {
     /// Metadata generation last applied to the topic entries.
     metadata_generation: u64,
     /// Topics a send waits for.
-    waiting_topics: BTreeSet<String>,
+    waiting_topics: BTreeMap<String, u64>,
     /// A send was refused for lack of buffer space, with this much charged then: room
     /// may have come once less is.
     blocked_on_buffer: Option<usize>,
@@ -106,7 +106,7 @@ impl std::fmt::Debug for Producer {
             .map(|p| {
                 let head = p.queued.front().map(|b| (b.attempts, b.seq));
                 format!(
-                    "{}-{}: queued {} (head attempts/seq {:?}) in flight {} failed {} next_seq {} acked_next {} backoff {:?}",
+                    "{}-{}: queued {} (head attempts/seq {:?}) in flight {} failed {} next_seq {} acked_next {} confirmed {} backoff {:?}",
                     p.topic,
                     p.partition,
                     p.queued.len(),
@@ -115,6 +115,7 @@ impl std::fmt::Debug for Producer {
                     p.failed.len(),
                     p.next_seq,
                     p.acked_next,
+                    p.confirmed,
                     p.backoff_until
                 )
             })
@@ -167,7 +168,7 @@ impl Producer {
             routing: Routing::new(p.partitioner_ignore_keys),
             max_request_size: p.max_request_size,
             metadata_generation: u64::MAX,
-            waiting_topics: BTreeSet::new(),
+            waiting_topics: BTreeMap::new(),
             blocked_on_buffer: None,
             closing: false,
             fatal: None,
@@ -339,7 +340,12 @@ impl Producer {
                 });
             }
         }
-        self.waiting_topics.insert(topic.to_string());
+        // Asked as of this metadata generation: the next answer unblocks the send, so a
+        // topic that stays unknown is retried once per answer, never in a loop.
+        let generation = cx.metadata().generation();
+        self.waiting_topics
+            .entry(topic.to_string())
+            .or_insert(generation);
         cx.allow_topic_auto_creation();
         cx.request_metadata([topic.to_string()]);
         Err(SendError::WouldBlock(Blocked::Metadata))
@@ -377,13 +383,11 @@ impl Producer {
             any = true;
         }
         if !self.waiting_topics.is_empty() {
+            // Any answer since a topic was asked for: the sender retries and sees it
+            // known, refused, or still unknown (then asks again).
+            let generation = cx.metadata().generation();
             let before = self.waiting_topics.len();
-            self.waiting_topics.retain(|t| {
-                cx.metadata()
-                    .topic(t)
-                    .is_none_or(|i| i.partitions.is_empty())
-                    && cx.metadata().topic_error(t).is_none()
-            });
+            self.waiting_topics.retain(|_, asked| *asked == generation);
             any |= self.waiting_topics.len() != before;
         }
         any

@@ -124,7 +124,8 @@ impl Sender {
                     acc.ready.remove(&part);
                     continue;
                 };
-                if !p.failed.is_empty() || (head.attempts > 0 && p.inflight > 0) {
+                let unconfirmed = pid.0 >= 0 && !p.confirmed;
+                if !p.failed.is_empty() || ((head.attempts > 0 || unconfirmed) && p.inflight > 0) {
                     continue;
                 }
                 if let Some(at) = p.backoff_until.filter(|&at| at > now) {
@@ -403,6 +404,7 @@ impl Sender {
             Outcome::Delivered(d) => {
                 if let Some((seq, _)) = batch.seq {
                     acc.parts[part].acked_next = add_sequence(seq, batch.records);
+                    acc.parts[part].confirmed = true;
                 }
                 metrics.records_delivered += u64::from(batch.records);
                 acc.finish(batch, Ok(d));
@@ -567,6 +569,7 @@ pub(super) fn restart_sequences(acc: &mut Accumulator, metrics: &mut Metrics) {
         let p = &mut acc.parts[part];
         p.next_seq = 0;
         p.acked_next = 0;
+        p.confirmed = false;
         let mut unresolved = Vec::new();
         let mut kept = std::collections::VecDeque::with_capacity(p.queued.len());
         for mut b in p.queued.drain(..) {
@@ -623,8 +626,15 @@ fn classify(
     metrics.count_error(code);
     match code {
         KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER if idempotent => {
-            let head = batch.seq.is_some_and(|(seq, _)| seq == acked_next);
-            if head {
+            let seq = batch.seq.map(|(seq, _)| seq);
+            let head = seq == Some(acked_next);
+            // Acknowledged past this batch: the broker appended later batches without
+            // it and will never take it (a retry would loop until delivery.timeout.ms).
+            let overtaken = seq.is_some_and(|seq| {
+                let behind = (i64::from(acked_next) - i64::from(seq)).rem_euclid(1 << 31);
+                behind > 0 && behind < 1 << 30
+            });
+            if head || overtaken {
                 // The broker lost our sequence at the head of the line: this batch fails,
                 // the epoch is bumped for the rest (KIP-360).
                 tracing::warn!(%code, "out-of-order sequence at the head of a partition");

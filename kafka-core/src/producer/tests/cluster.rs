@@ -61,6 +61,12 @@ pub(super) struct Faults {
     pub(super) hold: bool,
     /// Name the new leader in NOT_LEADER_OR_FOLLOWER answers (KIP-951).
     pub hints: bool,
+    /// Metadata answers to give with the topic unknown (UNKNOWN_TOPIC_OR_PARTITION), as
+    /// right after it was created.
+    pub(super) unknown_topic: usize,
+    /// Answer UNKNOWN_PRODUCER_ID to a producer with no state here that does not start
+    /// at sequence 0 (brokers before KIP-360) instead of accepting it (Kafka 4.x).
+    pub(super) unknown_producer_id: bool,
     /// Changes every Produce answer before it is sent (bad-input scenarios).
     pub(super) mangle: Option<fn(&mut ProduceResponse)>,
     /// The topic's `max.message.bytes`: larger batches are answered MESSAGE_TOO_LARGE.
@@ -85,7 +91,7 @@ pub(super) struct Cluster {
     pub(super) sent: HashMap<(u64, u32), Bytes>,
     pub(super) produce_requests: usize,
     pub(super) metadata_requests: usize,
-    /// `Event::Notify`s of the producer seen.
+    /// `Event::Notify`s of the producer seen so far.
     pub(super) notifies: usize,
     pub(super) topic_id: Uuid,
 }
@@ -283,7 +289,14 @@ impl Cluster {
             ApiKey::ApiVersions => self.reply(conn, &seen, &broker_versions()),
             ApiKey::Metadata => {
                 self.metadata_requests += 1;
-                let m = self.metadata();
+                let mut m = self.metadata();
+                if self.faults.unknown_topic > 0 {
+                    self.faults.unknown_topic -= 1;
+                    for t in &mut m.topics {
+                        t.error_code = KafkaCode::UNKNOWN_TOPIC_OR_PARTITION.0;
+                        t.partitions.clear();
+                    }
+                }
                 self.reply(conn, &seen, &m);
             }
             ApiKey::InitProducerId => {
@@ -434,6 +447,11 @@ impl Cluster {
         let count = h.records_count;
         let last_seq = h.base_sequence.wrapping_add(count - 1);
         if h.producer_id >= 0 {
+            let known = part.producers.contains_key(&h.producer_id);
+            if !known && h.base_sequence != 0 && self.faults.unknown_producer_id {
+                // Brokers before KIP-360 refuse a producer whose state they lost.
+                return answer(KafkaCode::UNKNOWN_PRODUCER_ID, -1);
+            }
             let entry = part
                 .producers
                 .entry(h.producer_id)
@@ -455,14 +473,15 @@ impl Cluster {
             {
                 return answer(KafkaCode::DUPLICATE_SEQUENCE_NUMBER, base);
             }
-            let expected = entry.recent.back().map_or(0, |(_, l, _)| l.wrapping_add(1));
+            let expected = match entry.recent.back() {
+                Some((_, l, _)) => l.wrapping_add(1),
+                // As Kafka 4.x: a producer with no state here may start at any
+                // sequence (its state may have expired with the log).
+                None if !known => h.base_sequence,
+                None => 0,
+            };
             if h.base_sequence != expected {
-                let code = if entry.recent.is_empty() && h.base_sequence != 0 {
-                    KafkaCode::UNKNOWN_PRODUCER_ID
-                } else {
-                    KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER
-                };
-                return answer(code, -1);
+                return answer(KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER, -1);
             }
             let base = part.values.len() as i64;
             entry.recent.push_back((h.base_sequence, last_seq, base));

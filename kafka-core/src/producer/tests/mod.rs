@@ -216,6 +216,7 @@ fn out_of_order_behind_a_retried_batch_is_retried_in_order() {
 #[test]
 fn unknown_producer_id_after_retention_bumps_the_epoch_and_resends() {
     let mut c = Cluster::new(&[]);
+    c.faults.unknown_producer_id = true;
     send_many(&mut c, 0, 12);
     assert!(c.run_until(Duration::from_secs(2), all_reported));
     c.forget_producers();
@@ -529,4 +530,72 @@ fn a_fresh_topic_whose_leader_refuses_at_first_still_gets_everything() {
         c.reports
     );
     assert_eq!(c.check_guarantees(), 600);
+}
+
+#[test]
+fn a_topic_unknown_at_first_is_asked_for_once_per_answer_until_it_appears() {
+    // Right after creation the broker answers UNKNOWN_TOPIC_OR_PARTITION for a while. A
+    // blocked send may retry once per metadata answer, never in a loop of its own (a
+    // driver that retried on every notification spun and starved its sockets).
+    let mut c = Cluster::new(&[("linger.ms", "0")]);
+    c.faults.unknown_topic = 5;
+    let mut notifies = 0;
+    let mut refusals = 0;
+    let appended = loop {
+        match c.send(0, &value(0)) {
+            Ok(a) => break a,
+            Err(SendError::WouldBlock(Blocked::Metadata)) => refusals += 1,
+            Err(e) => panic!("refused: {e}"),
+        }
+        // The send is retried only when the producer says it may now succeed.
+        let seen = c.notifies;
+        assert!(
+            c.run_until(Duration::from_secs(2), |c| c.notifies > seen),
+            "a blocked send is told when to retry"
+        );
+        notifies += 1;
+        assert!(notifies < 50, "retries are paced by metadata answers");
+    };
+    assert_eq!(appended.partition, 0);
+    assert!(
+        refusals <= c.metadata_requests,
+        "{refusals} refusals for {} metadata answers",
+        c.metadata_requests
+    );
+    assert!(c.metadata_requests >= 6, "{}", c.metadata_requests);
+    assert!(c.run_until(Duration::from_secs(5), all_reported));
+    assert_eq!(c.check_guarantees(), 1);
+}
+
+#[test]
+fn a_first_batch_refused_by_a_fresh_leader_is_not_overtaken_by_its_successors() {
+    // Seen on a just-created topic: the first batch is answered NOT_LEADER_OR_FOLLOWER,
+    // then the broker becomes leader. It keeps no sequence for a producer it has not
+    // seen, so it would append a later batch first (any first sequence is accepted) and
+    // refuse the retried first one as out of order forever. Until a partition's first
+    // batch is acknowledged, no other batch of it may be in flight.
+    let mut c = Cluster::new(&[("linger.ms", "0"), ("batch.size", "300")]);
+    c.faults
+        .codes
+        .push_back(KafkaCode::NOT_LEADER_OR_FOLLOWER.0);
+    for n in 0..40 {
+        c.send_ok(0, &value(n));
+    }
+    assert!(
+        c.run_until(Duration::from_secs(10), all_reported),
+        "{:?}",
+        metrics(&mut c)
+    );
+    assert!(
+        c.reports.iter().all(|r| r.outcome.is_ok()),
+        "{:?}",
+        c.reports
+    );
+    assert_eq!(c.check_guarantees(), 40);
+    let m = metrics(&mut c);
+    assert!(
+        !m.errors
+            .contains_key(&KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER.0),
+        "{m:?}"
+    );
 }
