@@ -23,7 +23,7 @@ use kafka_core::protocol::messages::produce::response::{
 use kafka_core::protocol::messages::produce::{ProduceRequest, ProduceResponse};
 use kafka_core::protocol::messages::request_header::RequestHeader;
 use kafka_core::protocol::messages::response_header::ResponseHeader;
-use kafka_core::protocol::{ApiKey, Decodable, Encodable, Message, Uuid};
+use kafka_core::protocol::{ApiKey, Decodable, Encodable, KafkaCode, Message, Uuid};
 use kafka_core::record::{DecodeOptions, RecordBatch};
 
 /// What the fake broker does after answering ApiVersions.
@@ -76,6 +76,11 @@ struct State {
     logs: Mutex<HashMap<(String, i32), i64>>,
     /// [`Mode::Produce`]: records appended.
     records: AtomicU64,
+    /// [`Mode::Produce`]: batches over this many bytes are answered MESSAGE_TOO_LARGE
+    /// (the topic's `max.message.bytes`); 0: no limit.
+    max_message_bytes: AtomicU64,
+    /// [`Mode::Produce`]: batches answered MESSAGE_TOO_LARGE.
+    too_large: AtomicU64,
     port: AtomicU64,
 }
 
@@ -123,6 +128,17 @@ impl FakeBroker {
     /// Records appended so far ([`Mode::Produce`]).
     pub fn records(&self) -> u64 {
         self.state.records.load(Ordering::SeqCst)
+    }
+
+    /// From now on, batches over `bytes` are answered MESSAGE_TOO_LARGE and not
+    /// appended, as with a topic's `max.message.bytes` ([`Mode::Produce`]).
+    pub fn set_max_message_bytes(&self, bytes: u64) {
+        self.state.max_message_bytes.store(bytes, Ordering::SeqCst);
+    }
+
+    /// Batches answered MESSAGE_TOO_LARGE so far ([`Mode::Produce`]).
+    pub fn too_large(&self) -> u64 {
+        self.state.too_large.load(Ordering::SeqCst)
     }
 
     /// Whether a [`Mode::StopReading`] connection has stopped reading.
@@ -315,7 +331,18 @@ fn produce_mode_answer(h: &Header, partitions: i32, answer: bool, st: &State) ->
                         .partition_data
                         .iter()
                         .map(|pd| {
-                            let count = record_count(pd.records.clone().unwrap_or_default());
+                            let bytes = pd.records.clone().unwrap_or_default();
+                            let max = st.max_message_bytes.load(Ordering::SeqCst);
+                            if max > 0 && bytes.len() as u64 > max {
+                                st.too_large.fetch_add(1, Ordering::SeqCst);
+                                return PartitionProduceResponse {
+                                    index: pd.index,
+                                    error_code: KafkaCode::MESSAGE_TOO_LARGE.0,
+                                    base_offset: -1,
+                                    ..Default::default()
+                                };
+                            }
+                            let count = record_count(bytes);
                             st.records.fetch_add(count as u64, Ordering::SeqCst);
                             let next = logs.entry((t.name.clone(), pd.index)).or_insert(0);
                             let base = *next;

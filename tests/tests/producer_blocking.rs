@@ -75,6 +75,31 @@ fn every_delivery_resolves_with_contiguous_offsets_per_partition() {
 }
 
 #[test]
+fn batches_too_large_for_the_broker_are_split_and_every_delivery_resolves_once() {
+    let broker = FakeBroker::start(Mode::Produce {
+        partitions: 3,
+        answer: true,
+    });
+    broker.set_max_message_bytes(2000);
+    // A long linger fills 16 KiB batches, each refused and split until its pieces fit.
+    let config = suite::config(&broker.addr, &[("linger.ms", "50")]);
+    let producer = Producer::new(config).expect("producer");
+    let delivered = produce(&producer, "t", FAKE_RECORDS);
+    // Each record resolved once, at the offset the broker gave its piece.
+    let per_partition = suite::assert_contiguous(&delivered);
+    assert_eq!(per_partition.values().sum::<i64>(), FAKE_RECORDS as i64);
+    assert!(broker.too_large() > 0, "the broker refused batches");
+    assert_eq!(
+        broker.records(),
+        FAKE_RECORDS as u64,
+        "nothing written twice"
+    );
+    let metrics = producer.close(Duration::from_secs(10)).expect("close");
+    assert_eq!(metrics.batch_splits, broker.too_large());
+    assert_eq!(metrics.records_delivered, FAKE_RECORDS as u64);
+}
+
+#[test]
 fn a_full_buffer_fails_the_send_after_max_block_not_a_hang() {
     let broker = FakeBroker::start(Mode::Produce {
         partitions: 3,

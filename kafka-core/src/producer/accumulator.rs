@@ -4,9 +4,12 @@
 //!
 //! A partition's queue holds its sealed batches in send order. Retries go back to the
 //! front of it, in their original order, once nothing of the partition is in flight
-//! (see `sender.rs`), so the queue order is the partition's order.
+//! (see `sender.rs`), so the queue order is the partition's order. A batch the broker
+//! refused as too large is split into pieces that take its place (`split.rs`).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+mod split;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +30,9 @@ pub(super) struct Batch {
     pub(super) id: BatchId,
     /// Index of its partition in [`Accumulator::parts`].
     pub(super) part: usize,
+    /// The [`Appended::index`](super::Appended::index) of its first record in batch `id`
+    /// (0 unless it is a piece of a split batch).
+    pub(super) first: u32,
     pub(super) records: u32,
     /// The batch as on the wire; not shared until its first send freezes it.
     pub(super) bytes: BatchBytes,
@@ -153,8 +159,9 @@ pub(super) struct Accumulator {
     lingering: BTreeSet<(Instant, usize)>,
     /// Partitions with queued batches.
     pub(super) ready: BTreeSet<usize>,
-    /// Batches not yet reported, by id (the smallest tells what a flush waits for).
-    pub(super) outstanding: BTreeSet<u64>,
+    /// Batches not yet fully reported, by id, with the number of their pieces not yet
+    /// reported (1 unless split); the smallest id tells what a flush waits for.
+    pub(super) outstanding: BTreeMap<u64, u32>,
     /// Reports not yet taken by the application.
     pub(super) reports: VecDeque<Report>,
 }
@@ -177,7 +184,7 @@ impl Accumulator {
             next_batch: 0,
             lingering: BTreeSet::new(),
             ready: BTreeSet::new(),
-            outstanding: BTreeSet::new(),
+            outstanding: BTreeMap::new(),
             reports: VecDeque::new(),
         }
     }
@@ -195,48 +202,43 @@ impl Accumulator {
         self.budget
     }
 
-    /// The partition index for `(topic entry, partition)`, creating its state.
-    pub(super) fn part_index(&mut self, topic: &str, partition: i32) -> Result<usize, RecordError> {
-        let entry = self
-            .topics
-            .get_mut(topic)
-            .expect("topic entry exists before partitions are asked for");
-        let p = partition as usize;
-        if let Some(&i) = entry.parts.get(p).filter(|&&i| i != usize::MAX) {
-            return Ok(i);
-        }
-        if entry.parts.len() <= p {
-            entry.parts.resize(p + 1, usize::MAX);
-        }
-        let i = self.parts.len();
-        self.parts.push(Part {
-            topic: entry.name.clone(),
-            topic_id: entry.id,
-            partition,
-            builder: BatchBuilder::new(self.opts, self.batch_size)?,
-            open: None,
-            queued: VecDeque::new(),
-            inflight: 0,
-            failed: Vec::new(),
-            next_seq: 0,
-            acked_next: 0,
-            confirmed: false,
-            next_order: 0,
-            backoff_until: None,
-        });
-        entry.parts[p] = i;
-        Ok(i)
+    /// The id the next batch opened gets (every id below it was handed out).
+    pub(super) fn next_batch_id(&self) -> u64 {
+        self.next_batch
     }
 
-    /// Whether `size` more bytes (one record's upper bound) fit the budget, counting
-    /// the reservation of a new batch if the partition has none open.
-    pub(super) fn fits(&self, part: usize, size: usize) -> bool {
-        let extra = if self.parts[part].open.is_some() {
-            size
-        } else {
-            self.reservation().max(size + BATCH_OVERHEAD)
-        };
-        self.used + extra <= self.budget
+    /// The topic's entry, found with one lookup by name, and what finding (or creating)
+    /// one of its partitions' state needs; `None` if the topic is not known yet.
+    pub(super) fn topic(&mut self, name: &str) -> Option<TopicSlot<'_>> {
+        let entry = self.topics.get_mut(name)?;
+        Some(TopicSlot {
+            entry,
+            parts: &mut self.parts,
+            opts: self.opts,
+            batch_size: self.batch_size,
+        })
+    }
+
+    /// Whether a record of at most `size` bytes fits the budget: in the open batch, its
+    /// growth past the batch's charge; if it may not fit the open batch (the builder
+    /// would answer `Full`) or none is open, the reservation of the batch it opens.
+    ///
+    /// When it does not fit and would need a new batch, the open batch is sealed, so it
+    /// is sent (and its memory comes back) without waiting for `linger.ms`, as Java
+    /// sends a batch a record did not fit in.
+    pub(super) fn fits(&mut self, part: usize, size: usize) -> bool {
+        let p = &self.parts[part];
+        let in_open = p.open.as_ref().and_then(|open| {
+            let grown = p.builder.estimated_size() + size;
+            (grown <= self.batch_size).then(|| grown.saturating_sub(open.charged))
+        });
+        let extra = in_open.unwrap_or_else(|| self.reservation().max(size + BATCH_OVERHEAD));
+        let fits = self.used + extra <= self.budget;
+        if !fits && in_open.is_none() && p.open.is_some() {
+            // A sealing failure is reported inside `seal`.
+            let _ = self.seal(part);
+        }
+        fits
     }
 
     /// What a new batch is charged up front: the builder's buffer reservation.
@@ -292,7 +294,7 @@ impl Accumulator {
         self.used += charged;
         let id = BatchId(self.next_batch);
         self.next_batch += 1;
-        self.outstanding.insert(id.0);
+        self.outstanding.insert(id.0, 1);
         self.parts[part].open = Some(OpenBatch {
             id,
             created: now,
@@ -330,6 +332,7 @@ impl Accumulator {
                     batch: open.id,
                     topic: p.topic.clone(),
                     partition: p.partition,
+                    first: 0,
                     records,
                     outcome: Err(ProduceError::Request(format!("sealing the batch: {e}"))),
                 };
@@ -342,6 +345,7 @@ impl Accumulator {
         p.queued.push_back(Batch {
             id: open.id,
             part,
+            first: 0,
             records,
             bytes: BatchBytes::Unsent(sealed.bytes),
             created: open.created,
@@ -376,15 +380,26 @@ impl Accumulator {
         }
     }
 
-    /// Ends a batch: releases its charge and queues its report.
+    /// Ends a batch (or a piece of a split one): releases its charge and queues its
+    /// report.
     pub(super) fn finish(&mut self, batch: Batch, outcome: Result<super::Delivered, ProduceError>) {
         self.used -= batch.charged;
-        self.outstanding.remove(&batch.id.0);
+        if let Some(pieces) = self.outstanding.get_mut(&batch.id.0) {
+            *pieces -= 1;
+            if *pieces == 0 {
+                self.outstanding.remove(&batch.id.0);
+            }
+        }
         let p = &self.parts[batch.part];
+        let outcome = outcome.map(|d| super::Delivered {
+            first_index: batch.first,
+            ..d
+        });
         self.reports.push_back(Report {
             batch: batch.id,
             topic: p.topic.clone(),
             partition: p.partition,
+            first: batch.first,
             records: batch.records,
             outcome,
         });
@@ -402,5 +417,47 @@ impl Accumulator {
             }
         }
         self.ready.clear();
+    }
+}
+
+/// A topic's entry borrowed for one send, with the partitions' states (see
+/// [`Accumulator::topic`]).
+pub(super) struct TopicSlot<'a> {
+    pub(super) entry: &'a mut TopicEntry,
+    parts: &'a mut Vec<Part>,
+    opts: BatchOptions,
+    batch_size: usize,
+}
+
+impl TopicSlot<'_> {
+    /// The index in [`Accumulator::parts`] of the topic's `partition` (checked to be in
+    /// range), creating its state on first use.
+    pub(super) fn part_index(&mut self, partition: i32) -> Result<usize, RecordError> {
+        let entry = &mut *self.entry;
+        let p = partition as usize;
+        if let Some(&i) = entry.parts.get(p).filter(|&&i| i != usize::MAX) {
+            return Ok(i);
+        }
+        if entry.parts.len() <= p {
+            entry.parts.resize(p + 1, usize::MAX);
+        }
+        let i = self.parts.len();
+        self.parts.push(Part {
+            topic: entry.name.clone(),
+            topic_id: entry.id,
+            partition,
+            builder: BatchBuilder::new(self.opts, self.batch_size)?,
+            open: None,
+            queued: VecDeque::new(),
+            inflight: 0,
+            failed: Vec::new(),
+            next_seq: 0,
+            acked_next: 0,
+            confirmed: false,
+            next_order: 0,
+            backoff_until: None,
+        });
+        entry.parts[p] = i;
+        Ok(i)
     }
 }

@@ -141,26 +141,46 @@ pub enum Blocked {
     BufferFull,
 }
 
-/// How every record of one batch ended: exactly one report per batch.
+/// How a run of records of one batch ended: indexes [`indexes`](Self::indexes) of
+/// [`Appended::index`] in `batch`.
+///
+/// Usually one report covers the whole batch (`first` is 0). A batch the broker refused
+/// as too large (MESSAGE_TOO_LARGE) is split and its pieces sent on their own: each piece
+/// then has its report, and together the reports of a batch cover each of its records
+/// exactly once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
-    /// The batch.
+    /// The batch (as named in [`Appended::batch`]).
     pub batch: BatchId,
     /// Its topic.
     pub topic: Arc<str>,
     /// Its partition.
     pub partition: i32,
-    /// Records in it (indexes `0..records` of [`Appended::index`]).
+    /// The [`Appended::index`] of the first record this report covers (0 unless the
+    /// batch was split).
+    pub first: u32,
+    /// Records covered: indexes `first..first + records`.
     pub records: u32,
-    /// The outcome, the same for every record of the batch.
+    /// The outcome, the same for every record covered.
     pub outcome: Result<Delivered, ProduceError>,
 }
 
-/// Where a batch was written.
+impl Report {
+    /// The [`Appended::index`]es of the records this report covers.
+    pub fn indexes(&self) -> std::ops::Range<u32> {
+        self.first..self.first + self.records
+    }
+}
+
+/// Where a batch (or a piece of a split batch) was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delivered {
-    /// Offset of the batch's first record; `-1` with `acks=0` (unknown).
+    /// Offset of the first record covered (the one at [`first_index`](Self::first_index));
+    /// `-1` with `acks=0` (unknown).
     pub base_offset: i64,
+    /// The [`Appended::index`] of the record written at `base_offset` (the report's
+    /// [`first`](Report::first)).
+    pub first_index: u32,
     /// The broker's append time when the topic uses LogAppendTime (every record then
     /// has it); `None`: each record keeps its create time.
     pub log_append_time: Option<i64>,
@@ -169,12 +189,12 @@ pub struct Delivered {
 }
 
 impl Delivered {
-    /// The offset of the record at `index` in the batch (`-1` when unknown).
+    /// The offset of the record at [`Appended::index`] `index` (`-1` when unknown, or
+    /// when `index` is before the records this covers).
     pub fn offset(&self, index: u32) -> i64 {
-        if self.base_offset < 0 {
-            -1
-        } else {
-            self.base_offset + i64::from(index)
+        match index.checked_sub(self.first_index) {
+            Some(i) if self.base_offset >= 0 => self.base_offset + i64::from(i),
+            _ => -1,
         }
     }
 }
@@ -212,6 +232,13 @@ pub enum ProduceError {
     /// resent.
     #[error("sequence reset while the batch was unresolved (possibly delivered)")]
     Unresolved,
+    /// The broker refused a batch of one record as too large (MESSAGE_TOO_LARGE: over
+    /// the topic's `max.message.bytes`). Larger batches are split instead.
+    #[error("record too large for the broker: a batch of one record is {bytes} bytes")]
+    RecordTooLarge {
+        /// The size of the one-record batch refused.
+        bytes: usize,
+    },
     /// The request could not be sent at all (no common API version, encoding failure).
     #[error("request failed: {0}")]
     Request(String),

@@ -19,6 +19,7 @@ pub(super) struct Metrics {
     pub(super) duplicates: u64,
     pub(super) unexpected_responses: u64,
     pub(super) leader_hints: u64,
+    pub(super) batch_splits: u64,
     pub(super) errors: BTreeMap<i16, u64>,
     latency_sum: Duration,
     latency_max: Duration,
@@ -72,6 +73,8 @@ pub struct ProducerMetrics {
     pub unexpected_responses: u64,
     /// Leader hints from Produce answers applied without a metadata round trip (KIP-951).
     pub leader_hints: u64,
+    /// Batches split after the broker refused them as too large (MESSAGE_TOO_LARGE).
+    pub batch_splits: u64,
     /// Error codes seen in Produce answers, by code.
     pub errors: BTreeMap<i16, u64>,
     /// Mean time from send to answer of a Produce request.
@@ -84,7 +87,7 @@ pub struct ProducerMetrics {
     pub buffer_used: usize,
     /// `buffer.memory`.
     pub buffer_limit: usize,
-    /// Batches not yet reported.
+    /// Batches not yet fully reported (a split batch counts once).
     pub batches_outstanding: usize,
     /// Epoch bumps and producer id renewals.
     pub epoch_bumps: u64,

@@ -63,7 +63,7 @@ pub use partitioner::{murmur2, partition_for_key, Partitioner};
 use accumulator::{Accumulator, TopicEntry, BATCH_OVERHEAD};
 use idempotence::{Idempotence, Step};
 use metrics::Metrics;
-use partitioner::{Rng, Sticky};
+use partitioner::{Routing, Sticky};
 use sender::{restart_sequences, Sender, SenderConfig};
 
 use crate::client::{Notice, OpContext, Operation};
@@ -82,22 +82,19 @@ pub struct Producer {
     sender: Sender,
     idem: Idempotence,
     metrics: Metrics,
-    partitioner: Option<Box<dyn Partitioner>>,
-    rng: Option<Rng>,
-    ignore_keys: bool,
+    routing: Routing,
     max_request_size: usize,
     /// Metadata generation last applied to the topic entries.
     metadata_generation: u64,
     /// Topics a send waits for.
     waiting_topics: BTreeMap<String, u64>,
-    /// A send was refused for lack of buffer space.
-    blocked_on_buffer: bool,
+    /// A send was refused for lack of buffer space, with this much charged then: room
+    /// may have come once less is.
+    blocked_on_buffer: Option<usize>,
     closing: bool,
     fatal: Option<ProduceError>,
     /// Flushing until this batch id (exclusive) is reported.
     flush_until: Option<u64>,
-    /// The next batch id a new batch gets (for flush tokens).
-    batches_opened: u64,
 }
 
 impl std::fmt::Debug for Producer {
@@ -168,23 +165,20 @@ impl Producer {
             sender: Sender::new(cfg),
             idem: Idempotence::new(p.idempotent(c)),
             metrics: Metrics::default(),
-            partitioner: None,
-            rng: None,
-            ignore_keys: p.partitioner_ignore_keys,
+            routing: Routing::new(p.partitioner_ignore_keys),
             max_request_size: p.max_request_size,
             metadata_generation: u64::MAX,
             waiting_topics: BTreeMap::new(),
-            blocked_on_buffer: false,
+            blocked_on_buffer: None,
             closing: false,
             fatal: None,
             flush_until: None,
-            batches_opened: 0,
         })
     }
 
     /// Uses `partitioner` before the built-in rules.
     pub fn with_partitioner(mut self, partitioner: impl Partitioner) -> Self {
-        self.partitioner = Some(Box::new(partitioner));
+        self.routing.custom = Some(Box::new(partitioner));
         self
     }
 
@@ -209,20 +203,29 @@ impl Producer {
         if self.closing {
             return Err(SendError::Closed);
         }
-        if !self.acc.topics.contains_key(record.topic) {
-            self.learn_topic(cx, record.topic)?;
-        }
         let size = upper_bound(record);
+        let (budget, batch_size) = (self.acc.budget(), self.acc.batch_size());
+        // The topic name is hashed once per record: this lookup gives the entry and the
+        // way to its partitions' states.
+        let mut topic = match self.acc.topic(record.topic) {
+            Some(t) => t,
+            None => {
+                self.learn_topic(cx, record.topic)?;
+                self.acc.topic(record.topic).expect("learnt just now")
+            }
+        };
         if size + BATCH_OVERHEAD > self.max_request_size {
             return Err(too_large(size, self.max_request_size, "max.request.size"));
         }
-        if size + BATCH_OVERHEAD > self.acc.budget() {
-            return Err(too_large(size, self.acc.budget(), "buffer.memory"));
+        if size + BATCH_OVERHEAD > budget {
+            return Err(too_large(size, budget, "buffer.memory"));
         }
-        let partition = self.choose_partition(cx, record, size)?;
-        let part = self.acc.part_index(record.topic, partition)?;
+        let partition = self
+            .routing
+            .choose(cx, topic.entry, record, size, batch_size)?;
+        let part = topic.part_index(partition)?;
         if !self.acc.fits(part, size) {
-            self.blocked_on_buffer = true;
+            self.blocked_on_buffer = Some(self.acc.used());
             return Err(SendError::WouldBlock(Blocked::BufferFull));
         }
         let timestamp = record.timestamp.unwrap_or_else(|| cx.wall_clock_ms());
@@ -233,7 +236,6 @@ impl Producer {
             headers: record.headers,
         };
         let (batch, index) = self.acc.append(cx.now(), part, &new, size)?;
-        self.batches_opened = self.batches_opened.max(batch.0 + 1);
         self.metrics.records_appended += 1;
         Ok(Appended {
             batch,
@@ -248,14 +250,17 @@ impl Producer {
     /// reported.
     pub fn flush(&mut self) -> FlushToken {
         self.acc.seal_all();
-        let token = FlushToken(self.batches_opened);
+        let token = FlushToken(self.acc.next_batch_id());
         self.flush_until = Some(self.flush_until.unwrap_or(0).max(token.0));
         token
     }
 
     /// Whether every record sent before `token` was taken is reported.
     pub fn is_flushed(&self, token: FlushToken) -> bool {
-        self.acc.outstanding.first().is_none_or(|&id| id >= token.0)
+        self.acc
+            .outstanding
+            .first_key_value()
+            .is_none_or(|(&id, _)| id >= token.0)
     }
 
     /// Stops taking records; the machine finishes once every record is reported.
@@ -280,7 +285,7 @@ impl Producer {
         self.acc.reports.pop_front()
     }
 
-    /// Batches (and so records) not yet reported.
+    /// Batches not yet fully reported (a split batch counts once until every piece is).
     pub fn batches_outstanding(&self) -> usize {
         self.acc.outstanding.len()
     }
@@ -305,6 +310,7 @@ impl Producer {
             duplicates: m.duplicates,
             unexpected_responses: m.unexpected_responses,
             leader_hints: m.leader_hints,
+            batch_splits: m.batch_splits,
             errors: m.errors.clone(),
             request_latency_avg: m.average_latency(),
             request_latency_max: m.max_latency(),
@@ -345,47 +351,6 @@ impl Producer {
         Err(SendError::WouldBlock(Blocked::Metadata))
     }
 
-    fn choose_partition(
-        &mut self,
-        cx: &OpContext<'_>,
-        record: &ProducerRecord<'_>,
-        size: usize,
-    ) -> Result<i32, SendError> {
-        let batch_size = self.acc.batch_size();
-        let entry = self
-            .acc
-            .topics
-            .get_mut(record.topic)
-            .expect("learnt before choosing");
-        let n = entry.partitions;
-        let chosen = match record.partition {
-            Some(p) => p,
-            None => {
-                let custom = self
-                    .partitioner
-                    .as_mut()
-                    .and_then(|c| c.partition(record.topic, record.key, record.value, n));
-                match (custom, record.key) {
-                    (Some(p), _) => p,
-                    (None, Some(key)) if !self.ignore_keys => partition_for_key(key, n),
-                    _ => {
-                        let rng = self.rng.get_or_insert_with(|| Rng::new(cx.seed()));
-                        entry
-                            .sticky
-                            .next(size, batch_size, n, &entry.available, rng)
-                    }
-                }
-            }
-        };
-        if chosen < 0 || chosen >= n {
-            return Err(SendError::UnknownPartition {
-                topic: record.topic.to_string(),
-                partition: chosen,
-            });
-        }
-        Ok(chosen)
-    }
-
     /// Applies new metadata to the topic entries (partition counts, leaders, ids).
     fn refresh_topics(&mut self, cx: &OpContext<'_>) {
         let generation = cx.metadata().generation();
@@ -410,8 +375,11 @@ impl Producer {
     /// Whether a send refused with `WouldBlock` may now succeed.
     fn unblocked(&mut self, cx: &OpContext<'_>) -> bool {
         let mut any = false;
-        if self.blocked_on_buffer && self.acc.used() < self.acc.budget() {
-            self.blocked_on_buffer = false;
+        if self
+            .blocked_on_buffer
+            .is_some_and(|at| self.acc.used() < at)
+        {
+            self.blocked_on_buffer = None;
             any = true;
         }
         if !self.waiting_topics.is_empty() {
@@ -463,7 +431,12 @@ impl Operation for Producer {
             self.acc.seal_due(now)
         };
         if let Some(until) = self.flush_until {
-            if self.acc.outstanding.first().is_none_or(|&id| id >= until) {
+            if self
+                .acc
+                .outstanding
+                .first_key_value()
+                .is_none_or(|(&id, _)| id >= until)
+            {
                 self.flush_until = None;
             }
         }

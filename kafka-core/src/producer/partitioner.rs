@@ -5,6 +5,10 @@
 //! went to it, then move to another partition with a leader (KIP-794's uniform sticky
 //! partitioner).
 
+use super::accumulator::TopicEntry;
+use super::delivery::{ProducerRecord, SendError};
+use crate::client::OpContext;
+
 /// A custom partitioner, asked before the built-in rules for records without an
 /// explicit partition. `None` falls back to the built-in choice.
 pub trait Partitioner: Send + 'static {
@@ -55,6 +59,62 @@ pub fn murmur2(data: &[u8]) -> i32 {
 pub fn partition_for_key(key: &[u8], partitions: i32) -> i32 {
     debug_assert!(partitions > 0);
     (murmur2(key) & 0x7fff_ffff) % partitions.max(1)
+}
+
+/// How a producer chooses partitions: its custom partitioner, `partitioner.ignore.keys`
+/// and the random source of the sticky partitioner.
+pub(super) struct Routing {
+    pub(super) custom: Option<Box<dyn Partitioner>>,
+    ignore_keys: bool,
+    rng: Option<Rng>,
+}
+
+impl Routing {
+    pub(super) fn new(ignore_keys: bool) -> Self {
+        Routing {
+            custom: None,
+            ignore_keys,
+            rng: None,
+        }
+    }
+
+    /// The partition for `record` (of at most `size` bytes) in `topic`, checked to exist.
+    pub(super) fn choose(
+        &mut self,
+        cx: &OpContext<'_>,
+        topic: &mut TopicEntry,
+        record: &ProducerRecord<'_>,
+        size: usize,
+        batch_size: usize,
+    ) -> Result<i32, SendError> {
+        let n = topic.partitions;
+        let chosen = match record.partition {
+            Some(p) => p,
+            None => {
+                let custom = self
+                    .custom
+                    .as_mut()
+                    .and_then(|c| c.partition(record.topic, record.key, record.value, n));
+                match (custom, record.key) {
+                    (Some(p), _) => p,
+                    (None, Some(key)) if !self.ignore_keys => partition_for_key(key, n),
+                    _ => {
+                        let rng = self.rng.get_or_insert_with(|| Rng::new(cx.seed()));
+                        topic
+                            .sticky
+                            .next(size, batch_size, n, &topic.available, rng)
+                    }
+                }
+            }
+        };
+        if chosen < 0 || chosen >= n {
+            return Err(SendError::UnknownPartition {
+                topic: record.topic.to_string(),
+                partition: chosen,
+            });
+        }
+        Ok(chosen)
+    }
 }
 
 /// Per-topic state of the uniform sticky partitioner.

@@ -58,6 +58,8 @@ enum Outcome {
     },
     /// Retried after an epoch bump (the broker proved it did not append it).
     BumpThenRetry,
+    /// MESSAGE_TOO_LARGE: split into smaller batches, or failed if it holds one record.
+    Split,
     Fail(ProduceError),
     Fatal(KafkaCode),
 }
@@ -308,6 +310,7 @@ impl Sender {
         if self.cfg.acks == Acks::None {
             return Outcome::Delivered(Delivered {
                 base_offset: -1,
+                first_index: 0,
                 log_append_time: None,
                 log_start_offset: -1,
             });
@@ -439,6 +442,24 @@ impl Sender {
             }
             // Turned into a plain retry above.
             Outcome::RetryAt { .. } => None,
+            Outcome::Split => {
+                let (records, bytes) = (batch.records, batch.bytes.len());
+                match acc.split(batch) {
+                    Ok(pieces) => {
+                        metrics.batch_splits += 1;
+                        tracing::warn!(topic = %acc.parts[part].topic, partition = acc.parts[part].partition, records, bytes, pieces, "batch too large for the broker: split");
+                    }
+                    Err(batch) => {
+                        let error = if records == 1 {
+                            ProduceError::RecordTooLarge { bytes }
+                        } else {
+                            broker_error(KafkaCode::MESSAGE_TOO_LARGE, None)
+                        };
+                        self.drop_batch(acc, idem, batch, error, metrics);
+                    }
+                }
+                None
+            }
             Outcome::BumpThenRetry => {
                 idem.want_bump();
                 acc.parts[part].failed.push(batch);
@@ -597,6 +618,7 @@ fn classify(
         }
         return Outcome::Delivered(Delivered {
             base_offset: r.base_offset.max(-1),
+            first_index: 0,
             log_append_time: (r.log_append_time_ms >= 0).then_some(r.log_append_time_ms),
             log_start_offset: r.log_start_offset.max(-1),
         });
@@ -629,6 +651,7 @@ fn classify(
         KafkaCode::UNKNOWN_PRODUCER_ID | KafkaCode::INVALID_PRODUCER_EPOCH if idempotent => {
             Outcome::BumpThenRetry
         }
+        KafkaCode::MESSAGE_TOO_LARGE => Outcome::Split,
         KafkaCode::PRODUCER_FENCED
         | KafkaCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         | KafkaCode::CLUSTER_AUTHORIZATION_FAILED => Outcome::Fatal(code),

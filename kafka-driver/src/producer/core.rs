@@ -74,7 +74,7 @@ pub struct ProducerCore {
     takes: VecDeque<Take>,
     /// Records taken into the backlog so far.
     received: u64,
-    /// Waiters by batch id.
+    /// Waiters by batch id, in index order (a batch's records are appended in order).
     waiters: BatchMap<Vec<Waiter>>,
     /// Records that left the backlog so far (appended or failed).
     taken: u64,
@@ -368,10 +368,20 @@ impl ProducerCore {
         self.shared.release(freed);
     }
 
-    /// Completes every record of a reported batch.
+    /// Completes the records a report covers: the whole batch, or the records of one
+    /// piece of a batch the core split ([`Report::indexes`]).
     fn complete(&mut self, report: Report) {
-        let Some(waiters) = self.waiters.remove(&report.batch.0) else {
+        let Some(waiting) = self.waiters.get_mut(&report.batch.0) else {
             return;
+        };
+        let covered = report.indexes();
+        let start = waiting.partition_point(|w| w.index < covered.start);
+        let end = waiting.partition_point(|w| w.index < covered.end);
+        let waiters: Vec<Waiter> = if start == 0 && end == waiting.len() {
+            // The whole batch (the usual case): no copy.
+            self.waiters.remove(&report.batch.0).unwrap_or_default()
+        } else {
+            waiting.drain(start..end).collect()
         };
         for w in waiters {
             let outcome = match &report.outcome {

@@ -327,7 +327,7 @@ pub(crate) fn check_exactly_once(
             }
             Err(e) => panic!("batch failed: {e}"),
         };
-        for i in 0..r.records {
+        for i in r.indexes() {
             let c = sent.at[&(r.batch.0, i)];
             let (off, _, v) = &logs[r.partition as usize][d.offset(i) as usize];
             assert_eq!(*off, d.offset(i));

@@ -1,8 +1,9 @@
 //! A scripted two-broker cluster for producer scenarios, on a virtual clock: it keeps
 //! a log per partition, checks producer ids, epochs and sequences the way a broker does
 //! (duplicates of the last five batches answered DUPLICATE_SEQUENCE_NUMBER, gaps
-//! OUT_OF_ORDER_SEQUENCE_NUMBER, older epochs INVALID_PRODUCER_EPOCH), and injects
-//! faults on request.
+//! OUT_OF_ORDER_SEQUENCE_NUMBER, older epochs INVALID_PRODUCER_EPOCH), refuses batches
+//! over `max.message.bytes` (MESSAGE_TOO_LARGE) when given one, and injects faults on
+//! request.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -42,6 +43,8 @@ pub(super) struct PartLog {
     pub(super) leader: i32,
     pub(super) leader_epoch: i32,
     pub(super) values: Vec<Bytes>,
+    /// Every batch appended: `(producer id, epoch, base sequence, records, bytes)`.
+    pub(super) batches: Vec<(i64, i16, i32, i32, usize)>,
     producers: HashMap<i64, ProducerEntry>,
 }
 
@@ -66,6 +69,8 @@ pub(super) struct Faults {
     pub(super) unknown_producer_id: bool,
     /// Changes every Produce answer before it is sent (bad-input scenarios).
     pub(super) mangle: Option<fn(&mut ProduceResponse)>,
+    /// The topic's `max.message.bytes`: larger batches are answered MESSAGE_TOO_LARGE.
+    pub(super) max_message_bytes: Option<usize>,
 }
 
 /// The cluster and a client running one producer.
@@ -429,6 +434,14 @@ impl Cluster {
         if let Some(code) = self.faults.codes.pop_front() {
             return answer(KafkaCode(code), -1);
         }
+        if self
+            .faults
+            .max_message_bytes
+            .is_some_and(|max| bytes.len() > max)
+        {
+            // Checked before the producer state, as a broker validates the batch first.
+            return answer(KafkaCode::MESSAGE_TOO_LARGE, -1);
+        }
         let (batch, _) = RecordBatch::decode(&bytes, &DecodeOptions::default()).expect("batch");
         let h = *batch.header();
         let count = h.records_count;
@@ -477,6 +490,13 @@ impl Cluster {
             }
         }
         let base = part.values.len() as i64;
+        part.batches.push((
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            count,
+            bytes.len(),
+        ));
         for r in batch.records().expect("records") {
             let r = r.expect("record");
             part.values.push(r.value.clone().unwrap_or_default());
@@ -498,22 +518,25 @@ impl Cluster {
         p.leader_epoch += 1;
     }
 
-    /// Checks the guarantees over everything so far: every record reported delivered
-    /// is in its partition's log exactly once at the offset reported, no value appears
-    /// twice in any log, and each partition's log keeps send order (values are
-    /// big-endian counters). Returns the number of records reported delivered.
+    /// Checks the guarantees over everything so far: no record is reported twice,
+    /// every record reported delivered is in its partition's log exactly once at the
+    /// offset reported, no value appears twice in any log, and each partition's log
+    /// keeps send order (values are big-endian counters). Returns the number of records
+    /// reported delivered.
     pub(super) fn check_guarantees(&self) -> usize {
         let mut delivered = 0;
-        let mut seen_reports = std::collections::HashSet::new();
+        let mut seen_records = std::collections::HashSet::new();
         for r in &self.reports {
-            assert!(
-                seen_reports.insert(r.batch),
-                "batch {:?} reported twice",
-                r.batch
-            );
+            for i in r.indexes() {
+                assert!(
+                    seen_records.insert((r.batch, i)),
+                    "record {i} of batch {:?} reported twice",
+                    r.batch
+                );
+            }
             let Ok(d) = &r.outcome else { continue };
             let log = &self.parts[r.partition as usize].values;
-            for i in 0..r.records {
+            for i in r.indexes() {
                 let want = &self.sent[&(r.batch.0, i)];
                 let at = d.offset(i);
                 assert!(at >= 0, "delivered without an offset");
@@ -535,6 +558,23 @@ impl Cluster {
             }
         }
         delivered
+    }
+
+    /// Checks that the broker appended each producer's batches of every partition with
+    /// contiguous sequences (per producer id and epoch, from 0): nothing was skipped or
+    /// written twice under a sequence.
+    pub(super) fn check_sequences(&self) {
+        for (p, part) in self.parts.iter().enumerate() {
+            let mut next: HashMap<(i64, i16), i32> = HashMap::new();
+            for &(pid, epoch, base, count, _) in &part.batches {
+                if pid < 0 {
+                    continue;
+                }
+                let want = next.entry((pid, epoch)).or_insert(0);
+                assert_eq!(base, *want, "partition {p}: sequence of pid {pid}/{epoch}");
+                *want = base.wrapping_add(count);
+            }
+        }
     }
 
     /// The number of records in every report, delivered or not.

@@ -3,7 +3,9 @@
 //! log once, at the reported offset; no value is written twice; each partition's log
 //! keeps send order; every batch is reported exactly once.
 
+mod bounds;
 mod cluster;
+mod split;
 
 use std::time::Duration;
 
@@ -26,6 +28,26 @@ fn send_many(c: &mut Cluster, from: u64, count: u64) {
     for n in from..from + count {
         c.send_ok((n % PARTITIONS as u64) as i32, &value(n));
     }
+}
+
+/// The common prologue: a cluster and its producer (with these extra settings) that has
+/// its producer id and a connection to broker 1, six records (one per partition)
+/// delivered.
+fn warmed(extra: &[(&str, &str)]) -> Cluster {
+    let mut c = Cluster::new(extra);
+    send_many(&mut c, 0, 6);
+    flush(&mut c);
+    assert!(c.run_until(Duration::from_secs(2), all_reported), "warm-up");
+    c
+}
+
+/// Seals every open batch now (linger cut short).
+fn flush(c: &mut Cluster) {
+    c.client
+        .command(c.now, c.producer, |p, _| {
+            p.flush();
+        })
+        .expect("running");
 }
 
 fn all_reported(c: &mut Cluster) -> bool {
@@ -80,9 +102,7 @@ fn a_connection_reset_before_the_broker_reads_is_retried() {
 
 #[test]
 fn a_reset_with_requests_in_flight_resends_them_in_order() {
-    let mut c = Cluster::new(&[("linger.ms", "0"), ("batch.size", "1000")]);
-    send_many(&mut c, 0, 6);
-    assert!(c.run_until(Duration::from_secs(2), all_reported));
+    let mut c = warmed(&[("linger.ms", "0"), ("batch.size", "1000")]);
     c.faults.hold = true;
     for round in 0..4 {
         send_many(&mut c, 6 + round * 30, 30);
@@ -101,10 +121,7 @@ fn a_reset_with_requests_in_flight_resends_them_in_order() {
 
 #[test]
 fn a_leader_change_with_five_requests_in_flight_keeps_order_and_loses_nothing() {
-    let mut c = Cluster::new(&[("linger.ms", "0"), ("batch.size", "1000")]);
-    // Warm up so the connection to broker 1 is open and the producer id known.
-    send_many(&mut c, 0, 6);
-    assert!(c.run_until(Duration::from_secs(2), all_reported));
+    let mut c = warmed(&[("linger.ms", "0"), ("batch.size", "1000")]);
     c.faults.hold = true;
     let mut n = 6;
     for _ in 0..8 {
@@ -129,9 +146,7 @@ fn a_leader_change_with_five_requests_in_flight_keeps_order_and_loses_nothing() 
 
 #[test]
 fn a_leader_named_in_the_answer_is_used_without_a_metadata_round_trip() {
-    let mut c = Cluster::new(&[]);
-    send_many(&mut c, 0, 6);
-    assert!(c.run_until(Duration::from_secs(2), all_reported));
+    let mut c = warmed(&[]);
     c.faults.hints = true;
     for p in 0..PARTITIONS {
         c.move_leader(p, 2);
@@ -148,9 +163,7 @@ fn a_leader_named_in_the_answer_is_used_without_a_metadata_round_trip() {
 
 #[test]
 fn out_of_order_at_the_head_fails_that_batch_alone_and_bumps_the_epoch() {
-    let mut c = Cluster::new(&[]);
-    send_many(&mut c, 0, 6);
-    assert!(c.run_until(Duration::from_secs(2), all_reported));
+    let mut c = warmed(&[]);
     c.faults
         .codes
         .push_back(KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER.0);
@@ -170,9 +183,7 @@ fn out_of_order_at_the_head_fails_that_batch_alone_and_bumps_the_epoch() {
 
 #[test]
 fn out_of_order_behind_a_retried_batch_is_retried_in_order() {
-    let mut c = Cluster::new(&[("linger.ms", "0"), ("batch.size", "300")]);
-    send_many(&mut c, 0, 6);
-    assert!(c.run_until(Duration::from_secs(2), all_reported));
+    let mut c = warmed(&[("linger.ms", "0"), ("batch.size", "300")]);
     // Three requests for partition 0 in flight; the first gets a retriable error, so
     // the broker answers the next two OUT_OF_ORDER_SEQUENCE_NUMBER by itself.
     c.faults.hold = true;
@@ -224,13 +235,11 @@ fn unknown_producer_id_after_retention_bumps_the_epoch_and_resends() {
 
 #[test]
 fn batches_expire_honestly_while_later_ones_are_in_flight() {
-    let mut c = Cluster::new(&[
+    let mut c = warmed(&[
         ("linger.ms", "0"),
         ("request.timeout.ms", "1000"),
         ("delivery.timeout.ms", "1500"),
     ]);
-    send_many(&mut c, 0, 6);
-    assert!(c.run_until(Duration::from_secs(2), all_reported));
     c.faults.hold = true;
     send_many(&mut c, 6, 6);
     c.step(Duration::from_millis(1));
@@ -429,9 +438,7 @@ fn close_reports_every_pending_record_and_finishes() {
 
 #[test]
 fn abort_reports_unsent_and_in_flight_records_as_closed() {
-    let mut c = Cluster::new(&[]);
-    send_many(&mut c, 0, 6);
-    assert!(c.run_until(Duration::from_secs(2), all_reported));
+    let mut c = warmed(&[]);
     c.faults.hold = true;
     send_many(&mut c, 6, 12);
     c.run(Duration::from_millis(20));
