@@ -136,24 +136,25 @@ pub(crate) fn build(client: Client, ctx: &BuildCtx) -> Result<Peer, String> {
             };
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let mut c = Command::new(cargo);
-            c.args([
-                "build",
-                "--profile",
-                &profile,
-                "-p",
-                "kafka-bench",
-                "--bin",
-                "e2e-peer-ours",
-                "--manifest-path",
-            ])
-            .arg(ctx.repo.join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&ctx.target);
+            // Outside release, with the feature set of `cargo test --workspace` (the
+            // examples pull in dev-dependency features): that build's artifacts as they
+            // are, where `-p kafka-bench` would rebuild the core.
+            let select: &[&str] = if profile == "release" {
+                &["-p", "kafka-bench"]
+            } else {
+                &["--workspace", "--quiet", "--examples"]
+            };
+            c.args(["build", "--profile", &profile])
+                .args(select)
+                .args(["--bin", "e2e-peer-ours", "--manifest-path"])
+                .arg(ctx.repo.join("Cargo.toml"))
+                .arg("--target-dir")
+                .arg(&ctx.target);
             run_logged(c, &ctx.log_dir.join("build-ours.log"))?;
             let how = if profile == "release" {
                 "cargo build --release -p kafka-bench --bin e2e-peer-ours (kafka-blocking)"
             } else {
-                "cargo build --profile test -p kafka-bench --bin e2e-peer-ours (kafka-blocking; \
+                "cargo build --profile test --workspace --examples --bin e2e-peer-ours (kafka-blocking; \
                  CI quick mode: not for figures)"
             };
             (

@@ -1,7 +1,7 @@
 //! Admin calls from a plain blocking program: describe the cluster, create a topic, list
 //! its partitions' latest offsets... whatever a script needs, no async runtime.
 //!
-//! `KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 cargo run -p kafka-blocking --example admin`
+//! `KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 cargo run -p kafka-blocking --example blocking_admin`
 
 use kafka_blocking::Admin;
 use kafka_core::admin::{CreateTopics, NewTopic};

@@ -1,7 +1,7 @@
 //! Describes the cluster and creates a topic with the async-io admin client, on smol
 //! (with the `async-std` feature, `Admin::new` and `async_std::task::block_on` do the same).
 //!
-//! `KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 cargo run -p kafka-async-std --example admin`
+//! `KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 cargo run -p kafka-async-std --example async_std_admin`
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

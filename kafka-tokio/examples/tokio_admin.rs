@@ -1,6 +1,6 @@
 //! Describes the cluster and creates a topic with the tokio admin client.
 //!
-//! `KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 cargo run -p kafka-tokio --example admin`
+//! `KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 cargo run -p kafka-tokio --example tokio_admin`
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
