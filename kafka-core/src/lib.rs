@@ -13,6 +13,8 @@
 //!   version negotiation, SASL, TLS, request timeouts and throttling.
 //! - [`consumer`]: the consumer's fetcher machine: fetch sessions (KIP-227), position
 //!   resets, the fetch buffer budget, records as slices of fetched buffers.
+//! - [`group`]: consumer groups: the consumer protocol's subscription and assignment
+//!   encodings and the range, round-robin, sticky and cooperative-sticky assignors.
 //! - [`producer`]: the producer machine: partitioner, per-partition batches, Produce
 //!   requests, idempotence (producer id, epochs, sequences) and delivery reports.
 //! - [`protocol`]: generated codecs for every Kafka API key and version, the request and
@@ -28,6 +30,7 @@ pub mod cluster;
 pub mod config;
 pub mod conn;
 pub mod consumer;
+pub mod group;
 pub mod producer;
 pub mod protocol;
 pub mod record;
