@@ -14,7 +14,8 @@
 //! - [`consumer`]: the consumer's fetcher machine: fetch sessions (KIP-227), position
 //!   resets, the fetch buffer budget, records as slices of fetched buffers.
 //! - [`group`]: consumer groups: the consumer protocol's subscription and assignment
-//!   encodings and the range, round-robin, sticky and cooperative-sticky assignors.
+//!   encodings, the range, round-robin, sticky and cooperative-sticky assignors, classic
+//!   membership, committed offsets and the [`group::GroupConsumer`] machine.
 //! - [`producer`]: the producer machine: partitioner, per-partition batches, Produce
 //!   requests, idempotence (producer id, epochs, sequences) and delivery reports.
 //! - [`protocol`]: generated codecs for every Kafka API key and version, the request and

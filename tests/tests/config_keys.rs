@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kafka_core::config::{
-    Acks, ClientConfig, ClientDnsLookup, EndpointIdentification, IsolationLevel, OffsetReset,
-    SecurityProtocol,
+    Acks, ClientConfig, ClientDnsLookup, EndpointIdentification, GroupProtocol, IsolationLevel,
+    OffsetReset, SecurityProtocol,
 };
 use kafka_core::conn::sasl::Mechanism;
 use kafka_core::record::Compression;
@@ -381,6 +381,60 @@ fn effects() -> Vec<Effect> {
             |c| c.consumer().queued_max_kbytes == 1024,
             "queued_max_kbytes",
         ),
+        e(
+            "group.id",
+            "g",
+            |c| c.group().group_id.as_deref() == Some("g"),
+            "group_id",
+        ),
+        e(
+            "group.instance.id",
+            "i",
+            |c| c.group().group_instance_id.as_deref() == Some("i"),
+            "group_instance_id",
+        ),
+        e(
+            "group.protocol",
+            "consumer",
+            |c| c.group().group_protocol == GroupProtocol::Consumer,
+            "group_protocol",
+        ),
+        e(
+            "session.timeout.ms",
+            "10000",
+            |c| c.group().session_timeout == Duration::from_secs(10),
+            "session_timeout",
+        ),
+        e(
+            "heartbeat.interval.ms",
+            "1000",
+            |c| c.group().heartbeat_interval == Duration::from_secs(1),
+            "heartbeat_interval",
+        ),
+        e(
+            "max.poll.interval.ms",
+            "60000",
+            |c| c.group().max_poll_interval == Duration::from_secs(60),
+            "max_poll_interval",
+        ),
+        e(
+            "partition.assignment.strategy",
+            "roundrobin",
+            |c| c.group().assignment_strategy == ["roundrobin"],
+            "assignment_strategy",
+        ),
+        e(
+            "enable.auto.commit",
+            "false",
+            |c| !c.group().enable_auto_commit,
+            "enable_auto_commit",
+        ),
+        e(
+            "auto.commit.interval.ms",
+            "1000",
+            |c| c.group().auto_commit_interval == Duration::from_secs(1),
+            "auto_commit_interval",
+        ),
     ]
 }
 
@@ -506,8 +560,12 @@ fn every_accepted_key_has_an_effect_and_a_reader() {
 
 #[test]
 fn unknown_and_malformed_keys_are_refused_with_the_key_named() {
-    // Consumer and admin keys are not accepted until their section exists.
-    for key in ["group.id", "ssl.keystore.location", "sasl.jaas.config"] {
+    // Keys whose section does not exist (or never will) are refused.
+    for key in [
+        "transactional.id",
+        "ssl.keystore.location",
+        "sasl.jaas.config",
+    ] {
         let err = ClientConfig::from_pairs([("bootstrap.servers", "b:1"), (key, "x")])
             .unwrap_err()
             .to_string();

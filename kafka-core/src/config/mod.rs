@@ -39,7 +39,7 @@
 //!
 //! Layout: one file per section (`common`, `security`, `ssl`), each owning its settings
 //! struct, its typed setters on [`ClientConfigBuilder`], its string-key table and its
-//! `build` checks. Group and transaction settings are future sections: a
+//! `build` checks. Transaction settings are a future section: a
 //! section adds a field to the builder and to [`ClientConfig`], and its key table to
 //! `SECTIONS`. Until then their keys are reported as unknown.
 
@@ -47,6 +47,7 @@ mod address;
 mod common;
 mod consumer;
 mod error;
+mod group;
 mod parse;
 mod producer;
 mod security;
@@ -59,6 +60,7 @@ pub use address::{BrokerAddress, ClientDnsLookup};
 pub use common::CommonConfig;
 pub use consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 pub use error::ConfigError;
+pub use group::{GroupConfig, GroupProtocol};
 pub use producer::{Acks, ProducerConfig};
 pub use security::{OAuthToken, SaslConfig, SecurityConfig, SecurityProtocol, TokenProvider};
 pub use ssl::{EndpointIdentification, SslConfig};
@@ -73,6 +75,7 @@ pub struct ClientConfig {
     security: SecurityConfig,
     producer: ProducerConfig,
     consumer: ConsumerConfig,
+    group: GroupConfig,
 }
 
 impl ClientConfig {
@@ -157,6 +160,11 @@ impl ClientConfig {
         &self.consumer
     }
 
+    /// Consumer group settings (group id, protocol, timeouts, assignors, auto-commit).
+    pub fn group(&self) -> &GroupConfig {
+        &self.group
+    }
+
     /// The bootstrap brokers (`bootstrap.servers`), never empty.
     pub fn bootstrap_servers(&self) -> &[BrokerAddress] {
         &self.common.bootstrap_servers
@@ -179,6 +187,7 @@ pub struct ClientConfigBuilder {
     security: SecurityConfig,
     producer: ProducerConfig,
     consumer: ConsumerConfig,
+    group: GroupConfig,
     /// Misuse of a typed setter, reported by `build` (setters do not fail).
     misuse: Option<ConfigError>,
 }
@@ -230,11 +239,13 @@ impl ClientConfigBuilder {
         security.ssl.apply_key_password()?;
         self.producer.validate(&common)?;
         self.consumer.validate()?;
+        self.group.validate()?;
         Ok(ClientConfig {
             common,
             security,
             producer: self.producer.clone(),
             consumer: self.consumer.clone(),
+            group: self.group.clone(),
         })
     }
 }
@@ -287,4 +298,5 @@ const SECTIONS: &[&[KeyInfo]] = &[
     ssl::KEYS,
     producer::KEYS,
     consumer::KEYS,
+    group::KEYS,
 ];

@@ -293,6 +293,22 @@ impl Consumer {
         p.reset = None;
     }
 
+    /// Forgets partitions' positions and buffered records (a group member gave them
+    /// up: if they come back, they start from the committed offset again).
+    pub fn forget<'t>(&mut self, partitions: impl IntoIterator<Item = (&'t str, i32)>) {
+        for (topic, partition) in partitions {
+            let Some(&i) = self.index.get(&(topic.into(), partition)) else {
+                continue;
+            };
+            self.drop_chunk(i);
+            let p = &mut self.parts[i];
+            p.position = None;
+            p.reset = None;
+            p.paused = false;
+            p.retry_at = None;
+        }
+    }
+
     /// Moves positions to the log start.
     pub fn seek_to_beginning<'t>(&mut self, partitions: impl IntoIterator<Item = (&'t str, i32)>) {
         self.seek_reset(partitions, Reset::Earliest);

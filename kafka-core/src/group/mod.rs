@@ -1,7 +1,23 @@
-//! Consumer groups: the consumer protocol's embedded encodings and the partition
-//! assignors a group leader runs.
+//! Consumer groups: the consumer protocol's embedded encodings, the partition assignors
+//! a group leader runs, classic membership, committed offsets and the group consumer.
+//!
+//! Files: `protocol` (ConsumerProtocol subscription/assignment, versions 0–3),
+//! `assignor/` (range, roundrobin, sticky, cooperative-sticky), `member` (the classic
+//! membership sub-machine), `offsets` (OffsetCommit and OffsetFetch), `consumer`
+//! ([`GroupConsumer`]: the fetcher driven by membership), `error`.
 
 pub mod assignor;
+mod consumer;
+mod error;
+mod member;
+mod offsets;
 pub mod protocol;
 
+#[cfg(test)]
+mod tests;
+
+pub use consumer::{GroupConsumer, GroupEvent};
+pub use error::{CommitError, GroupError};
+pub use member::TopicPartition;
+pub use offsets::CommitId;
 pub use protocol::{Assignment, Subscription, TopicPartitions};

@@ -1,0 +1,601 @@
+//! The group consumer: the fetcher ([`Consumer`]) driven by group membership — subscribe,
+//! rebalance events with revocation as an obligation, committed offsets as starting
+//! positions, commits (explicit and automatic), leaving on close.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::assignor::RebalanceProtocol;
+use super::member::{Classic, MemberEvent, TopicPartition};
+use super::offsets::{CommitId, Commits, Fetching, Membership};
+use super::{CommitError, GroupError};
+use crate::client::{Notice, OpContext, Operation};
+use crate::config::{ClientConfig, GroupProtocol};
+use crate::consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
+
+/// What the group consumer tells the application (take with
+/// [`GroupConsumer::take_event`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GroupEvent {
+    /// These partitions are the application's now (added to what it had).
+    Assigned(Vec<TopicPartition>),
+    /// These partitions are being taken away. No record of them is handed out any more;
+    /// the member gives them up at the next [`GroupConsumer::poll`], once every commit
+    /// sent until then has finished, so the application may commit first.
+    Revoked(Vec<TopicPartition>),
+    /// The membership was lost (session expired, fenced generation, poll interval
+    /// exceeded): these partitions may already belong to another member; commits for
+    /// them would be refused.
+    Lost(Vec<TopicPartition>),
+    /// A commit finished (explicit or automatic).
+    Committed {
+        /// The id [`GroupConsumer::commit`] returned (automatic commits have ids too).
+        id: CommitId,
+        /// Its result.
+        result: Result<(), CommitError>,
+    },
+    /// The member cannot go on; the consumer stops consuming.
+    Failed(GroupError),
+}
+
+struct Revocation {
+    partitions: BTreeSet<TopicPartition>,
+    raised_at: Instant,
+    /// The application polled after it was raised (its handling is done).
+    polled: bool,
+    /// After giving them up: join (eager) or rejoin (cooperative).
+    then: RebalanceProtocol,
+}
+
+/// A consumer in a group (`group.protocol=classic`). Drive it like [`Consumer`]:
+/// `client.start_op(now, GroupConsumer::new(&config)?)`, `subscribe` in a command, and
+/// on `Event::Notify` a command that takes events and calls `poll`.
+pub struct GroupConsumer {
+    fetcher: Consumer,
+    member: Classic,
+    topics: BTreeSet<String>,
+    /// Partitions the application owns (announced with `Assigned`).
+    owned: BTreeSet<TopicPartition>,
+    revoking: Option<Revocation>,
+    fetching: Option<Fetching>,
+    commits: Commits,
+    /// Commits sent by the group consumer itself (auto-commit, close).
+    own_commits: Vec<CommitId>,
+    events: VecDeque<GroupEvent>,
+    member_events: Vec<MemberEvent>,
+    last_poll: Option<Instant>,
+    poll_expired: bool,
+    max_poll_interval: Duration,
+    auto_commit: bool,
+    auto_commit_interval: Duration,
+    next_auto_commit: Option<Instant>,
+    /// Positions last committed, to skip unchanged ones.
+    committed: std::collections::BTreeMap<TopicPartition, i64>,
+    commit_timeout: Duration,
+    closing: Option<Closing>,
+    failed: bool,
+}
+
+#[derive(Debug)]
+enum Closing {
+    /// Waiting for the final auto-commit.
+    Committing(CommitId, Instant),
+    /// Waiting for LeaveGroup.
+    Leaving(Instant),
+    Done,
+}
+
+impl std::fmt::Debug for GroupConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupConsumer")
+            .field("member", &self.member)
+            .field("owned", &self.owned.len())
+            .field("closing", &self.closing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupConsumer {
+    /// A group consumer for `config` (needs `group.id`).
+    pub fn new(config: &ClientConfig) -> Result<Self, GroupError> {
+        let g = config.group();
+        if g.group_protocol == GroupProtocol::Consumer {
+            return Err(GroupError::Unsupported(
+                "group.protocol=consumer (KIP-848) is not implemented yet; use classic",
+            ));
+        }
+        Ok(GroupConsumer {
+            fetcher: Consumer::new(config),
+            member: Classic::new(config)?,
+            topics: BTreeSet::new(),
+            owned: BTreeSet::new(),
+            revoking: None,
+            fetching: None,
+            commits: Commits::default(),
+            own_commits: Vec::new(),
+            events: VecDeque::new(),
+            member_events: Vec::new(),
+            last_poll: None,
+            poll_expired: false,
+            max_poll_interval: g.max_poll_interval,
+            auto_commit: g.enable_auto_commit,
+            auto_commit_interval: g.auto_commit_interval,
+            next_auto_commit: None,
+            committed: Default::default(),
+            commit_timeout: config.common().request_timeout.max(Duration::from_secs(30)) * 2,
+            closing: None,
+            failed: false,
+        })
+    }
+
+    /// Subscribes to exactly these topics (replacing the previous subscription) and
+    /// joins or rejoins the group.
+    pub fn subscribe<'t>(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        topics: impl IntoIterator<Item = &'t str>,
+    ) {
+        let topics: BTreeSet<String> = topics.into_iter().map(str::to_string).collect();
+        if topics == self.topics {
+            return;
+        }
+        self.topics = topics;
+        cx.request_metadata(self.topics.iter().cloned());
+        if self.topics.is_empty() {
+            self.unsubscribe(cx);
+            return;
+        }
+        self.member.request_rejoin(cx.now(), "subscription changed");
+        self.last_poll.get_or_insert(cx.now());
+    }
+
+    /// Leaves the group and gives up every partition (they are reported `Revoked`).
+    pub fn unsubscribe(&mut self, cx: &mut OpContext<'_>) {
+        self.topics.clear();
+        if !self.owned.is_empty() {
+            self.events
+                .push_back(GroupEvent::Revoked(self.owned.iter().cloned().collect()));
+        }
+        self.give_up_all(cx);
+        self.member.leave(cx, "the consumer unsubscribed");
+    }
+
+    /// The subscribed topics.
+    pub fn subscription(&self) -> impl Iterator<Item = &str> {
+        self.topics.iter().map(String::as_str)
+    }
+
+    /// The partitions the application owns now.
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        self.owned.iter().cloned().collect()
+    }
+
+    /// The member id and generation (empty and -1 while not a member).
+    pub fn generation(&self) -> (&str, i32) {
+        (&self.member.member_id, self.member.generation)
+    }
+
+    /// Completed rebalances.
+    pub fn rebalances(&self) -> u64 {
+        self.member.rebalances
+    }
+
+    /// The next event, if any.
+    pub fn take_event(&mut self) -> Option<GroupEvent> {
+        self.events.pop_front()
+    }
+
+    /// Moves a partition's position (it must be owned).
+    pub fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
+        self.fetcher.seek(topic, partition, offset);
+    }
+
+    /// The next offset handed out for an owned partition, once known.
+    pub fn position(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.fetcher.position(topic, partition)
+    }
+
+    /// Stops fetching these partitions.
+    pub fn pause<'t>(&mut self, partitions: impl IntoIterator<Item = (&'t str, i32)>) {
+        self.fetcher.pause(partitions);
+    }
+
+    /// Fetches these partitions again (revoking partitions stay paused).
+    pub fn resume<'t>(&mut self, partitions: impl IntoIterator<Item = (&'t str, i32)>) {
+        let revoking = self.revoking.as_ref().map(|r| &r.partitions);
+        let keep: Vec<(&str, i32)> = partitions
+            .into_iter()
+            .filter(|(t, p)| !revoking.is_some_and(|r| r.contains(&((*t).into(), *p))))
+            .collect();
+        self.fetcher.resume(keep);
+    }
+
+    /// Commits these offsets (the next offset to consume, per partition) with the
+    /// member's generation. The result arrives as [`GroupEvent::Committed`]; a commit
+    /// while not in a generation ends at once with [`CommitError::NotMember`].
+    pub fn commit(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
+    ) -> CommitId {
+        let offsets: Vec<_> = offsets.into_iter().collect();
+        let id = self
+            .commits
+            .start(cx, self.membership(), offsets.clone(), self.commit_timeout);
+        for (tp, o) in offsets {
+            self.committed.insert(tp, o);
+        }
+        self.take_commit_results();
+        id
+    }
+
+    /// Commits the positions of every owned partition (what `poll` has handed out).
+    pub fn commit_consumed(&mut self, cx: &mut OpContext<'_>) -> CommitId {
+        let offsets = self.consumed(self.owned.iter());
+        self.commit(cx, offsets)
+    }
+
+    /// Whether a commit is still running.
+    pub fn commit_running(&self, id: CommitId) -> bool {
+        self.commits.running(id)
+    }
+
+    fn consumed<'a>(
+        &self,
+        parts: impl Iterator<Item = &'a TopicPartition>,
+    ) -> Vec<(TopicPartition, i64)> {
+        parts
+            .filter_map(|tp| Some((tp.clone(), self.fetcher.position(&tp.0, tp.1)?)))
+            .collect()
+    }
+
+    fn membership(&self) -> Option<Membership> {
+        (self.member.generation >= 0).then(|| Membership {
+            group: self.member.group().to_string(),
+            generation: self.member.generation,
+            member_id: self.member.member_id.clone(),
+            instance: self.member.instance().map(str::to_string),
+        })
+    }
+
+    /// Hands out up to `max.poll.records` records of owned partitions (appended to
+    /// `out`); returns how many. Also the application's sign of life
+    /// (`max.poll.interval.ms`), the moment automatic commits are sent (positions as
+    /// the previous poll left them, as in Java), and the end of a pending revocation's
+    /// handling.
+    pub fn poll(&mut self, cx: &mut OpContext<'_>, out: &mut Vec<ConsumerRecord>) -> usize {
+        let now = cx.now();
+        self.last_poll = Some(now);
+        if self.poll_expired && !self.topics.is_empty() && !self.failed {
+            self.poll_expired = false;
+            self.member
+                .request_rejoin(now, "the application polled again");
+        }
+        let first_poll = self.revoking.as_mut().filter(|r| !r.polled).map(|r| {
+            r.polled = true;
+            r.partitions.clone()
+        });
+        if let (Some(parts), true) = (first_poll, self.auto_commit) {
+            let offsets = self.consumed(parts.iter());
+            let offsets = self.changed(offsets);
+            let id = self
+                .commits
+                .start(cx, self.membership(), offsets, self.commit_timeout);
+            self.own_commits.push(id);
+        }
+        if self.auto_commit && self.member.is_stable() {
+            let due = *self
+                .next_auto_commit
+                .get_or_insert(now + self.auto_commit_interval);
+            if due <= now {
+                self.next_auto_commit = Some(now + self.auto_commit_interval);
+                let revoking = self.revoking.as_ref().map(|r| r.partitions.clone());
+                let parts = self
+                    .owned
+                    .iter()
+                    .filter(|tp| !revoking.as_ref().is_some_and(|r| r.contains(*tp)));
+                let offsets = self.consumed(parts);
+                let offsets = self.changed(offsets);
+                if !offsets.is_empty() {
+                    let id =
+                        self.commits
+                            .start(cx, self.membership(), offsets, self.commit_timeout);
+                    self.own_commits.push(id);
+                }
+            }
+        }
+        self.take_commit_results();
+        if self.failed {
+            return 0;
+        }
+        self.fetcher.poll(out)
+    }
+
+    /// Offsets that differ from the last commit (and records them as committed).
+    fn changed(&mut self, offsets: Vec<(TopicPartition, i64)>) -> Vec<(TopicPartition, i64)> {
+        let out: Vec<_> = offsets
+            .into_iter()
+            .filter(|(tp, o)| self.committed.get(tp) != Some(o))
+            .collect();
+        for (tp, o) in &out {
+            self.committed.insert(tp.clone(), *o);
+        }
+        out
+    }
+
+    /// The next partition error of the fetcher.
+    pub fn take_error(&mut self) -> Option<crate::consumer::ConsumeError> {
+        self.fetcher.take_error()
+    }
+
+    /// Whether records, errors or events wait.
+    pub fn has_pending(&self) -> bool {
+        !self.events.is_empty() || self.fetcher.has_pending()
+    }
+
+    /// A snapshot of the fetcher's counters.
+    pub fn metrics(&self) -> ConsumerMetrics {
+        self.fetcher.metrics()
+    }
+
+    /// Closes: commits consumed positions (with auto-commit on), leaves the group (not
+    /// a static member), then finishes.
+    pub fn close(&mut self, cx: &mut OpContext<'_>) {
+        if self.closing.is_some() {
+            return;
+        }
+        let now = cx.now();
+        let deadline = now + self.commit_timeout;
+        if self.auto_commit && !self.owned.is_empty() && self.membership().is_some() {
+            let offsets = self.consumed(self.owned.iter());
+            let offsets = self.changed(offsets);
+            let id = self
+                .commits
+                .start(cx, self.membership(), offsets, self.commit_timeout);
+            self.own_commits.push(id);
+            self.closing = Some(Closing::Committing(id, deadline));
+        } else {
+            self.member.leave(cx, "the consumer is closing");
+            self.closing = Some(Closing::Leaving(deadline));
+        }
+    }
+
+    fn take_commit_results(&mut self) {
+        while let Some(done) = self.commits.done.pop_front() {
+            self.own_commits.retain(|c| *c != done.id);
+            if done.result.is_err() {
+                // A failed commit leaves those positions uncommitted: allow a retry.
+                self.committed.clear();
+            }
+            self.events.push_back(GroupEvent::Committed {
+                id: done.id,
+                result: done.result,
+            });
+        }
+    }
+
+    fn give_up_all(&mut self, cx: &mut OpContext<'_>) {
+        let all = std::mem::take(&mut self.owned);
+        self.fetcher.forget(all.iter().map(|(t, p)| (&**t, *p)));
+        self.fetcher.assign(cx, std::iter::empty());
+        if let Some(f) = self.fetching.take() {
+            f.cancel(cx);
+        }
+        self.revoking = None;
+        self.committed.clear();
+    }
+
+    fn on_member_events(&mut self, cx: &mut OpContext<'_>) {
+        let events = std::mem::take(&mut self.member_events);
+        for e in events {
+            match e {
+                MemberEvent::Revoke { lost: true } => {
+                    if !self.owned.is_empty() {
+                        self.events
+                            .push_back(GroupEvent::Lost(self.owned.iter().cloned().collect()));
+                    }
+                    self.give_up_all(cx);
+                }
+                MemberEvent::Revoke { lost: false } => {
+                    self.start_revocation(cx, self.owned.clone(), RebalanceProtocol::Eager);
+                }
+                MemberEvent::Assigned { partitions, .. } => {
+                    let revoked: BTreeSet<_> =
+                        self.owned.difference(&partitions).cloned().collect();
+                    let added: BTreeSet<_> = partitions.difference(&self.owned).cloned().collect();
+                    if !revoked.is_empty() {
+                        self.start_revocation(cx, revoked, RebalanceProtocol::Cooperative);
+                    }
+                    if let Some(f) = self.fetching.take() {
+                        f.cancel(cx);
+                    }
+                    if !added.is_empty() {
+                        self.events
+                            .push_back(GroupEvent::Assigned(added.iter().cloned().collect()));
+                        let group = self.member.group().to_string();
+                        self.fetching = Some(Fetching::start(cx, &group, added));
+                    }
+                }
+                MemberEvent::Failed(e) => {
+                    self.failed = true;
+                    self.events.push_back(GroupEvent::Failed(e));
+                    self.give_up_all(cx);
+                }
+            }
+        }
+    }
+
+    fn start_revocation(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        partitions: BTreeSet<TopicPartition>,
+        then: RebalanceProtocol,
+    ) {
+        if partitions.is_empty() {
+            if then == RebalanceProtocol::Eager {
+                self.member.join_allowed();
+            }
+            return;
+        }
+        self.fetcher
+            .pause(partitions.iter().map(|(t, p)| (&**t, *p)));
+        self.events
+            .push_back(GroupEvent::Revoked(partitions.iter().cloned().collect()));
+        self.revoking = Some(Revocation {
+            partitions,
+            raised_at: cx.now(),
+            polled: false,
+            then,
+        });
+    }
+
+    /// Ends a revocation once the application polled after it and every commit sent
+    /// until then finished, or after the rebalance timeout.
+    fn finish_revocation(&mut self, cx: &mut OpContext<'_>) {
+        let Some(r) = &self.revoking else { return };
+        let bound = r.raised_at + self.max_poll_interval;
+        let handled = r.polled && !self.commits.busy();
+        if !handled && cx.now() < bound {
+            cx.wake_at(bound);
+            return;
+        }
+        let Some(r) = self.revoking.take() else {
+            return;
+        };
+        for tp in &r.partitions {
+            self.owned.remove(tp);
+            self.committed.remove(tp);
+        }
+        self.fetcher
+            .forget(r.partitions.iter().map(|(t, p)| (&**t, *p)));
+        self.fetcher
+            .assign(cx, self.owned.iter().map(|(t, p)| (&**t, *p)));
+        match r.then {
+            RebalanceProtocol::Eager => self.member.join_allowed(),
+            RebalanceProtocol::Cooperative => {
+                self.member.request_rejoin(cx.now(), "partitions revoked");
+            }
+        }
+    }
+
+    /// Committed offsets arrived: the new partitions start there (or by the reset
+    /// policy) and are fetched from now on.
+    fn finish_fetching(&mut self, cx: &mut OpContext<'_>) {
+        let Some(f) = &mut self.fetching else { return };
+        let group = self.member.group().to_string();
+        let Some(found) = f.poll(cx, &group) else {
+            return;
+        };
+        let Some(f) = self.fetching.take() else {
+            return;
+        };
+        for tp in &f.partitions {
+            if let Some(Some(offset)) = found.get(tp) {
+                self.fetcher.seek(&tp.0, tp.1, *offset);
+                self.committed.insert(tp.clone(), *offset);
+            }
+            self.owned.insert(tp.clone());
+        }
+        let revoking = self.revoking.as_ref().map(|r| r.partitions.clone());
+        self.fetcher
+            .assign(cx, self.owned.iter().map(|(t, p)| (&**t, *p)));
+        if let Some(r) = revoking {
+            self.fetcher.pause(r.iter().map(|(t, p)| (&**t, *p)));
+        }
+    }
+
+    /// `max.poll.interval.ms` without a poll: leave the group (the partitions are lost)
+    /// until the application polls again.
+    fn check_poll_interval(&mut self, cx: &mut OpContext<'_>) {
+        let Some(last) = self.last_poll else { return };
+        if self.poll_expired || self.member.is_idle() || self.failed {
+            return;
+        }
+        let due = last + self.max_poll_interval;
+        if cx.now() < due {
+            cx.wake_at(due);
+            return;
+        }
+        self.poll_expired = true;
+        if !self.owned.is_empty() {
+            self.events
+                .push_back(GroupEvent::Lost(self.owned.iter().cloned().collect()));
+        }
+        self.give_up_all(cx);
+        self.member
+            .leave(cx, "max.poll.interval.ms passed without a poll");
+    }
+
+    fn poll_closing(&mut self, cx: &mut OpContext<'_>) -> bool {
+        let now = cx.now();
+        match self.closing {
+            None => return false,
+            Some(Closing::Committing(id, deadline)) => {
+                if self.commits.running(id) && now < deadline {
+                    cx.wake_at(deadline);
+                    return true;
+                }
+                self.member.leave(cx, "the consumer is closing");
+                self.closing = Some(Closing::Leaving(deadline));
+            }
+            Some(Closing::Leaving(_) | Closing::Done) => {}
+        }
+        if let Some(Closing::Leaving(deadline)) = self.closing {
+            self.member.poll(
+                cx,
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+                &mut self.member_events,
+            );
+            self.member_events.clear();
+            if self.member.leaving() && now < deadline {
+                cx.wake_at(deadline);
+                return true;
+            }
+            self.closing = Some(Closing::Done);
+        }
+        true
+    }
+}
+
+impl Operation for GroupConsumer {
+    type Output = ConsumerMetrics;
+
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<ConsumerMetrics> {
+        self.commits.poll(cx);
+        self.take_commit_results();
+        if self.poll_closing(cx) {
+            if matches!(self.closing, Some(Closing::Done)) {
+                self.commits.abandon(cx);
+                self.fetcher.close(cx);
+                let _ = Operation::poll(&mut self.fetcher, cx);
+                return Some(self.fetcher.metrics());
+            }
+            return None;
+        }
+        if !self.failed {
+            self.check_poll_interval(cx);
+            self.finish_revocation(cx);
+            let mut owned = self.owned.clone();
+            if let Some(f) = &self.fetching {
+                owned.extend(f.partitions.iter().cloned());
+            }
+            self.member
+                .poll(cx, &self.topics, &owned, &mut self.member_events);
+            self.on_member_events(cx);
+            self.finish_revocation(cx);
+            self.finish_fetching(cx);
+        }
+        let _ = Operation::poll(&mut self.fetcher, cx);
+        if self.has_pending() {
+            cx.notify();
+        }
+        None
+    }
+
+    fn notice(&mut self, notice: &Notice<'_>) -> bool {
+        self.fetcher.notice(notice);
+        true
+    }
+}

@@ -1,0 +1,365 @@
+//! Committed offsets of a group member: OffsetCommit with the member's generation
+//! (retried while retriable, every commit ending in exactly one result) and OffsetFetch
+//! with `require_stable` for newly assigned partitions.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::member::TopicPartition;
+use super::CommitError;
+use crate::client::{OpContext, RequestId};
+use crate::cluster::Route;
+use crate::protocol::messages::offset_commit::request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use crate::protocol::messages::offset_commit::OffsetCommitRequest;
+use crate::protocol::messages::offset_fetch::request::OffsetFetchRequestTopic;
+use crate::protocol::messages::offset_fetch::OffsetFetchRequest;
+use crate::protocol::KafkaCode;
+
+/// OffsetCommit v8: topic names, leader epochs, static members (Kafka 2.4+).
+const COMMIT_VERSION: i16 = 8;
+/// OffsetFetch v7: one group, topic names, `require_stable` (Kafka 2.5+).
+const FETCH_VERSION: i16 = 7;
+
+/// Names one commit; its result arrives as
+/// [`GroupEvent::Committed`](super::GroupEvent::Committed) with the same id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommitId(pub(crate) u64);
+
+/// Who the commit is for: the generation and member it is sent with.
+#[derive(Debug, Clone)]
+pub(crate) struct Membership {
+    pub(crate) group: String,
+    pub(crate) generation: i32,
+    pub(crate) member_id: String,
+    pub(crate) instance: Option<String>,
+}
+
+struct Commit {
+    id: CommitId,
+    offsets: Vec<(TopicPartition, i64)>,
+    membership: Membership,
+    request: Option<RequestId<OffsetCommitRequest>>,
+    retry_at: Option<Instant>,
+    attempts: u32,
+    deadline: Instant,
+}
+
+/// What a finished commit reports.
+#[derive(Debug)]
+pub(crate) struct CommitDone {
+    pub(crate) id: CommitId,
+    pub(crate) result: Result<(), CommitError>,
+}
+
+/// Commits in flight.
+#[derive(Default)]
+pub(crate) struct Commits {
+    next: u64,
+    live: Vec<Commit>,
+    pub(crate) done: VecDeque<CommitDone>,
+}
+
+impl Commits {
+    /// Starts a commit of `offsets` for `membership`; `None` membership ends it at once
+    /// with [`CommitError::NotMember`].
+    pub(crate) fn start(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        membership: Option<Membership>,
+        offsets: Vec<(TopicPartition, i64)>,
+        timeout: Duration,
+    ) -> CommitId {
+        self.next += 1;
+        let id = CommitId(self.next);
+        let Some(membership) = membership else {
+            self.done.push_back(CommitDone {
+                id,
+                result: Err(CommitError::NotMember),
+            });
+            return id;
+        };
+        if offsets.is_empty() {
+            self.done.push_back(CommitDone { id, result: Ok(()) });
+            return id;
+        }
+        let mut c = Commit {
+            id,
+            offsets,
+            membership,
+            request: None,
+            retry_at: None,
+            attempts: 0,
+            deadline: cx.now() + timeout,
+        };
+        send(cx, &mut c);
+        self.live.push(c);
+        id
+    }
+
+    /// Whether any commit is still running.
+    pub(crate) fn busy(&self) -> bool {
+        !self.live.is_empty()
+    }
+
+    /// Whether one commit is still running.
+    pub(crate) fn running(&self, id: CommitId) -> bool {
+        self.live.iter().any(|c| c.id == id)
+    }
+
+    /// Takes answers, retries what is retriable, resends due retries; arms the wake-up.
+    pub(crate) fn poll(&mut self, cx: &mut OpContext<'_>) {
+        let now = cx.now();
+        let mut i = 0;
+        while i < self.live.len() {
+            let c = &mut self.live[i];
+            if let Some(req) = c.request {
+                let Some(answer) = cx.take_response(req) else {
+                    i += 1;
+                    continue;
+                };
+                c.request = None;
+                let outcome = match answer {
+                    Ok(resp) => judge(&resp, c),
+                    Err(e) => Outcome::Retry(format!("{e}")),
+                };
+                match outcome {
+                    Outcome::Done(result) => {
+                        let c = self.live.swap_remove(i);
+                        self.done.push_back(CommitDone { id: c.id, result });
+                        continue;
+                    }
+                    Outcome::Retry(why) => {
+                        if now >= c.deadline {
+                            let c = self.live.swap_remove(i);
+                            self.done.push_back(CommitDone {
+                                id: c.id,
+                                result: Err(CommitError::Transport(why)),
+                            });
+                            continue;
+                        }
+                        c.attempts += 1;
+                        let group = c.membership.group.clone();
+                        cx.invalidate_coordinator(&group);
+                        c.retry_at = Some(now + cx.retry_backoff(c.attempts));
+                    }
+                }
+            }
+            let c = &mut self.live[i];
+            if let Some(at) = c.retry_at {
+                if at <= now {
+                    c.retry_at = None;
+                    send(cx, c);
+                } else {
+                    cx.wake_at(at);
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// Ends every commit (the consumer closed or the owner is gone).
+    pub(crate) fn abandon(&mut self, cx: &mut OpContext<'_>) {
+        for c in self.live.drain(..) {
+            if let Some(r) = c.request {
+                cx.discard(r);
+            }
+            self.done.push_back(CommitDone {
+                id: c.id,
+                result: Err(CommitError::Closed),
+            });
+        }
+    }
+}
+
+enum Outcome {
+    Done(Result<(), CommitError>),
+    Retry(String),
+}
+
+fn send(cx: &mut OpContext<'_>, c: &mut Commit) {
+    let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
+    for ((topic, partition), offset) in &c.offsets {
+        let p = OffsetCommitRequestPartition {
+            partition_index: *partition,
+            committed_offset: *offset,
+            committed_leader_epoch: -1,
+            committed_metadata: Some(String::new()),
+            ..Default::default()
+        };
+        match topics.last_mut() {
+            Some(t) if *t.name == **topic => t.partitions.push(p),
+            _ => topics.push(OffsetCommitRequestTopic {
+                name: topic.to_string(),
+                partitions: vec![p],
+                ..Default::default()
+            }),
+        }
+    }
+    let m = &c.membership;
+    let req = OffsetCommitRequest {
+        group_id: m.group.clone(),
+        generation_id_or_member_epoch: m.generation,
+        member_id: m.member_id.clone(),
+        group_instance_id: m.instance.clone(),
+        topics,
+        ..Default::default()
+    };
+    let route = Route::GroupCoordinator(m.group.clone());
+    c.request = Some(cx.send_version(route, req, COMMIT_VERSION));
+}
+
+/// A commit's answer: done (ok, refused for the generation, failed for a partition) or
+/// to be retried (coordinator moved or loading, a retriable partition error).
+fn judge(
+    resp: &crate::protocol::messages::offset_commit::OffsetCommitResponse,
+    c: &Commit,
+) -> Outcome {
+    let mut answered = BTreeSet::new();
+    for t in &resp.topics {
+        for p in &t.partitions {
+            let code = KafkaCode(p.error_code);
+            answered.insert((t.name.as_str(), p.partition_index));
+            match code {
+                KafkaCode::NONE => {}
+                KafkaCode::ILLEGAL_GENERATION
+                | KafkaCode::UNKNOWN_MEMBER_ID
+                | KafkaCode::FENCED_INSTANCE_ID => {
+                    return Outcome::Done(Err(CommitError::Rebalanced(code)))
+                }
+                KafkaCode::REBALANCE_IN_PROGRESS => {
+                    return Outcome::Done(Err(CommitError::Rebalanced(code)))
+                }
+                _ if code.is_retriable() => return Outcome::Retry(code.to_string()),
+                _ => {
+                    return Outcome::Done(Err(CommitError::Partition {
+                        topic: t.name.clone(),
+                        partition: p.partition_index,
+                        code,
+                    }))
+                }
+            }
+        }
+    }
+    let all = c
+        .offsets
+        .iter()
+        .all(|((t, p), _)| answered.contains(&(&**t, *p)));
+    if all {
+        Outcome::Done(Ok(()))
+    } else {
+        Outcome::Retry("the answer left partitions out".into())
+    }
+}
+
+/// An OffsetFetch for newly assigned partitions.
+pub(crate) struct Fetching {
+    pub(crate) partitions: BTreeSet<TopicPartition>,
+    request: Option<RequestId<OffsetFetchRequest>>,
+    retry_at: Option<Instant>,
+    attempts: u32,
+}
+
+impl Fetching {
+    /// Asks the coordinator for the committed offsets of `partitions`.
+    pub(crate) fn start(
+        cx: &mut OpContext<'_>,
+        group: &str,
+        partitions: BTreeSet<TopicPartition>,
+    ) -> Self {
+        let mut f = Fetching {
+            partitions,
+            request: None,
+            retry_at: None,
+            attempts: 0,
+        };
+        f.send(cx, group);
+        f
+    }
+
+    fn send(&mut self, cx: &mut OpContext<'_>, group: &str) {
+        let mut topics: Vec<OffsetFetchRequestTopic> = Vec::new();
+        for (topic, p) in &self.partitions {
+            match topics.last_mut() {
+                Some(t) if *t.name == **topic => t.partition_indexes.push(*p),
+                _ => topics.push(OffsetFetchRequestTopic {
+                    name: topic.to_string(),
+                    partition_indexes: vec![*p],
+                    ..Default::default()
+                }),
+            }
+        }
+        let req = OffsetFetchRequest {
+            group_id: group.to_string(),
+            topics: Some(topics),
+            require_stable: true,
+            ..Default::default()
+        };
+        let route = Route::GroupCoordinator(group.to_string());
+        self.request = Some(cx.send_version(route, req, FETCH_VERSION));
+    }
+
+    /// Committed offsets (`None` = nothing committed) once answered.
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        group: &str,
+    ) -> Option<BTreeMap<TopicPartition, Option<i64>>> {
+        let now = cx.now();
+        if let Some(at) = self.retry_at {
+            if at > now {
+                cx.wake_at(at);
+                return None;
+            }
+            self.retry_at = None;
+            self.send(cx, group);
+        }
+        let req = self.request?;
+        let answer = cx.take_response(req)?;
+        self.request = None;
+        let mut retry = false;
+        let mut found = BTreeMap::new();
+        match answer {
+            Ok(resp) if resp.error_code == 0 => {
+                for t in resp.topics {
+                    let topic: std::sync::Arc<str> = t.name.as_str().into();
+                    for p in t.partitions {
+                        let tp = (topic.clone(), p.partition_index);
+                        if !self.partitions.contains(&tp) {
+                            continue;
+                        }
+                        let code = KafkaCode(p.error_code);
+                        if code == KafkaCode::NONE {
+                            let at = Some(p.committed_offset).filter(|&o| o >= 0);
+                            found.insert(tp, at);
+                        } else {
+                            // UNSTABLE_OFFSET_COMMIT (a transaction is pending), loading,
+                            // or anything else: ask again.
+                            retry = true;
+                        }
+                    }
+                }
+                if found.len() < self.partitions.len() {
+                    retry = true;
+                }
+            }
+            _ => retry = true,
+        }
+        if retry {
+            self.attempts += 1;
+            let at = now + cx.retry_backoff(self.attempts);
+            self.retry_at = Some(at);
+            cx.wake_at(at);
+            return None;
+        }
+        Some(found)
+    }
+
+    /// Withdraws the request.
+    pub(crate) fn cancel(self, cx: &mut OpContext<'_>) {
+        if let Some(r) = self.request {
+            cx.discard(r);
+        }
+    }
+}

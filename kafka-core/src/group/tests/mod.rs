@@ -1,0 +1,442 @@
+//! Group consumer scenarios on a virtual clock: several clients, each with its own
+//! connections, against one scripted broker that is leader of every partition and the
+//! group coordinator (`coordinator.rs`).
+
+mod coordinator;
+mod scenarios;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::{GroupConsumer, GroupEvent};
+use crate::admin::groups::scripted::coordinator_b1;
+use crate::client::{Client, ConnId, IoCommand, OpId};
+use crate::config::ClientConfig;
+use crate::consumer::ConsumerRecord;
+use crate::protocol::messages::fetch::response::{FetchableTopicResponse, PartitionData};
+use crate::protocol::messages::fetch::{FetchRequest, FetchResponse};
+use crate::protocol::messages::list_offsets::response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use crate::protocol::messages::list_offsets::{ListOffsetsRequest, ListOffsetsResponse};
+use crate::protocol::messages::metadata::response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use crate::protocol::messages::metadata::MetadataResponse;
+use crate::protocol::{ApiKey, Message, Uuid};
+use crate::record::{BatchBuilder, BatchOptions};
+use crate::test_support::{broker_versions, origin, parse_requests, response_frame, Seen};
+use coordinator::{Answer, Coordinator};
+
+pub(super) const TOPIC: &str = "t";
+
+/// One consumer process: its client, machine and what it got.
+pub(super) struct Node {
+    pub(super) client: Client,
+    pub(super) id: OpId<GroupConsumer>,
+    open: BTreeSet<ConnId>,
+    pub(super) records: Vec<ConsumerRecord>,
+    pub(super) events: Vec<GroupEvent>,
+    /// Still polling (a stopped node simulates an application that hangs).
+    pub(super) polling: bool,
+    /// Killed: no I/O at all.
+    pub(super) dead: bool,
+    pub(super) done: bool,
+}
+
+pub(super) struct World {
+    pub(super) now: Instant,
+    pub(super) nodes: Vec<Node>,
+    pub(super) coordinator: Coordinator,
+    /// Per partition: batches (base offset, bytes) and the next offset.
+    logs: Vec<(Vec<(i64, Bytes)>, i64)>,
+    partitions: i32,
+    held: BTreeMap<usize, (usize, ConnId, Seen)>,
+    next_ticket: usize,
+    /// Every (node, partition, offset) handed out, in order.
+    pub(super) log: Vec<(usize, i32, i64)>,
+}
+
+impl World {
+    pub(super) fn new(partitions: i32, records_per_partition: usize) -> Self {
+        let mut logs = Vec::new();
+        for p in 0..partitions {
+            let mut batches = Vec::new();
+            let mut next = 0i64;
+            for chunk in 0..records_per_partition.div_ceil(10) {
+                let n = 10.min(records_per_partition - chunk * 10);
+                let opts = BatchOptions {
+                    base_offset: next,
+                    ..Default::default()
+                };
+                let mut b = BatchBuilder::new(opts, usize::MAX).unwrap();
+                for i in 0..n {
+                    let v = format!("p{p}-{}", next + i as i64);
+                    let _ = b.append(1, None, Some(v.as_bytes()), &[]).unwrap();
+                }
+                batches.push((next, b.seal().unwrap().bytes.freeze()));
+                next += n as i64;
+            }
+            logs.push((batches, next));
+        }
+        World {
+            now: origin(),
+            nodes: Vec::new(),
+            coordinator: Coordinator::new(),
+            logs,
+            partitions,
+            held: BTreeMap::new(),
+            next_ticket: 0,
+            log: Vec::new(),
+        }
+    }
+
+    /// Starts a consumer with these settings (on top of the test defaults) subscribed
+    /// to the topic; returns its index.
+    pub(super) fn add(&mut self, extra: &[(&str, &str)]) -> usize {
+        let mut pairs = vec![
+            ("bootstrap.servers", "b1:9092"),
+            ("client.id", "c"),
+            ("group.id", "g"),
+            ("auto.offset.reset", "earliest"),
+            ("session.timeout.ms", "10000"),
+            ("heartbeat.interval.ms", "1000"),
+            ("max.poll.interval.ms", "20000"),
+            ("auto.commit.interval.ms", "1000"),
+            ("fetch.max.wait.ms", "100"),
+        ];
+        pairs.extend_from_slice(extra);
+        let config = ClientConfig::from_pairs(pairs).unwrap();
+        let seed = [self.nodes.len() as u8 + 1; 32];
+        let mut client = Client::new(config.clone(), seed).unwrap();
+        let id = client.start_op(self.now, GroupConsumer::new(&config).unwrap());
+        client
+            .command(self.now, id, |g, cx| g.subscribe(cx, [TOPIC]))
+            .unwrap();
+        self.nodes.push(Node {
+            client,
+            id,
+            open: BTreeSet::new(),
+            records: Vec::new(),
+            events: Vec::new(),
+            polling: true,
+            dead: false,
+            done: false,
+        });
+        self.nodes.len() - 1
+    }
+
+    /// Runs every node for `d` of virtual time in 1 ms steps.
+    pub(super) fn run(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end {
+            self.step();
+        }
+    }
+
+    /// Runs until `cond` holds (or panics after `limit`).
+    pub(super) fn run_until(&mut self, limit: Duration, mut cond: impl FnMut(&World) -> bool) {
+        let end = self.now + limit;
+        while !cond(self) {
+            assert!(self.now < end, "condition not met within {limit:?}");
+            self.step();
+        }
+    }
+
+    fn step(&mut self) {
+        self.serve();
+        for i in 0..self.nodes.len() {
+            let n = &mut self.nodes[i];
+            if n.dead || n.done {
+                continue;
+            }
+            if n.polling {
+                let (mut got, mut evs) = (Vec::new(), Vec::new());
+                let _ = n.client.command(self.now, n.id, |g, cx| {
+                    while let Some(e) = g.take_event() {
+                        evs.push(e);
+                    }
+                    g.poll(cx, &mut got);
+                    while let Some(e) = g.take_event() {
+                        evs.push(e);
+                    }
+                });
+                for r in &got {
+                    self.log.push((i, r.partition, r.offset));
+                }
+                n.records.extend(got);
+                n.events.extend(evs);
+            }
+            while let Some(e) = n.client.poll_event() {
+                if let crate::client::Event::OperationDone(op) = e {
+                    if n.id == op {
+                        n.done = true;
+                    }
+                }
+            }
+        }
+        self.now += Duration::from_millis(1);
+        self.coordinator.expire(self.now);
+        for n in &mut self.nodes {
+            if !n.dead {
+                n.client.handle_timeout(self.now);
+            }
+        }
+    }
+
+    /// Kills a node: its sockets vanish, it never speaks again.
+    pub(super) fn kill(&mut self, i: usize) {
+        self.nodes[i].dead = true;
+        self.held.retain(|_, (n, _, _)| *n != i);
+    }
+
+    fn serve(&mut self) {
+        for _ in 0..4 {
+            let mut any = false;
+            for i in 0..self.nodes.len() {
+                if self.nodes[i].dead {
+                    continue;
+                }
+                while let Some(cmd) = self.nodes[i].client.poll_io() {
+                    match cmd {
+                        IoCommand::Connect { conn, .. } => {
+                            self.nodes[i].open.insert(conn);
+                            self.nodes[i].client.handle_connected(self.now, conn);
+                        }
+                        IoCommand::Close { conn } => {
+                            self.nodes[i].open.remove(&conn);
+                        }
+                    }
+                }
+                let conns: Vec<ConnId> = self.nodes[i].open.iter().copied().collect();
+                for conn in conns {
+                    let mut out = Vec::new();
+                    self.nodes[i].client.poll_transmit(self.now, conn, &mut out);
+                    for seen in parse_requests(out) {
+                        any = true;
+                        self.answer(i, conn, seen);
+                    }
+                }
+            }
+            for (t, answer) in std::mem::take(&mut self.coordinator.released) {
+                let Some((i, conn, seen)) = self.held.remove(&t) else {
+                    continue;
+                };
+                match answer {
+                    Answer::Join(r) => self.reply(i, conn, &seen, &r),
+                    Answer::Sync(r) => self.reply(i, conn, &seen, &r),
+                }
+                any = true;
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    fn reply<M: Message>(&mut self, i: usize, conn: ConnId, to: &Seen, body: &M) {
+        let frame = response_frame(to, body, to.version());
+        self.nodes[i].client.handle_received(self.now, conn, &frame);
+    }
+
+    fn answer(&mut self, i: usize, conn: ConnId, seen: Seen) {
+        let now = self.now;
+        match seen.api() {
+            ApiKey::ApiVersions => self.reply(i, conn, &seen, &broker_versions()),
+            ApiKey::Metadata => {
+                let m = self.metadata();
+                self.reply(i, conn, &seen, &m);
+            }
+            ApiKey::FindCoordinator => {
+                let frame = coordinator_b1(&seen);
+                self.nodes[i].client.handle_received(now, conn, &frame);
+            }
+            ApiKey::JoinGroup => {
+                let t = self.ticket();
+                let req = seen.decode();
+                match self.coordinator.join(now, t, &req) {
+                    Some(r) => self.reply(i, conn, &seen, &r),
+                    None => {
+                        self.held.insert(t, (i, conn, seen));
+                    }
+                }
+            }
+            ApiKey::SyncGroup => {
+                let t = self.ticket();
+                let req = seen.decode();
+                match self.coordinator.sync(now, t, &req) {
+                    Some(r) => self.reply(i, conn, &seen, &r),
+                    None => {
+                        self.held.insert(t, (i, conn, seen));
+                    }
+                }
+            }
+            ApiKey::Heartbeat => {
+                let r = self.coordinator.heartbeat(now, &seen.decode());
+                self.reply(i, conn, &seen, &r);
+            }
+            ApiKey::LeaveGroup => {
+                let r = self.coordinator.leave(now, &seen.decode());
+                self.reply(i, conn, &seen, &r);
+            }
+            ApiKey::OffsetCommit => {
+                let r = self.coordinator.commit(now, &seen.decode());
+                self.reply(i, conn, &seen, &r);
+            }
+            ApiKey::OffsetFetch => {
+                let r = self.coordinator.fetch_offsets(&seen.decode());
+                self.reply(i, conn, &seen, &r);
+            }
+            ApiKey::ListOffsets => {
+                let req: ListOffsetsRequest = seen.decode();
+                let r = self.list_offsets(&req);
+                self.reply(i, conn, &seen, &r);
+            }
+            ApiKey::Fetch => {
+                let req: FetchRequest = seen.decode();
+                let r = self.fetch(&req);
+                self.reply(i, conn, &seen, &r);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn ticket(&mut self) -> usize {
+        self.next_ticket += 1;
+        self.next_ticket
+    }
+
+    fn metadata(&self) -> MetadataResponse {
+        MetadataResponse {
+            brokers: vec![MetadataResponseBroker {
+                node_id: 1,
+                host: "b1".into(),
+                port: 9092,
+                ..Default::default()
+            }],
+            controller_id: 1,
+            cluster_id: Some("c".into()),
+            topics: vec![MetadataResponseTopic {
+                name: Some(TOPIC.into()),
+                topic_id: Uuid::from_bytes([4; 16]),
+                partitions: (0..self.partitions)
+                    .map(|p| MetadataResponsePartition {
+                        partition_index: p,
+                        leader_id: 1,
+                        leader_epoch: 1,
+                        replica_nodes: vec![1],
+                        isr_nodes: vec![1],
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn list_offsets(&self, req: &ListOffsetsRequest) -> ListOffsetsResponse {
+        ListOffsetsResponse {
+            topics: req
+                .topics
+                .iter()
+                .map(|t| ListOffsetsTopicResponse {
+                    name: t.name.clone(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| ListOffsetsPartitionResponse {
+                            partition_index: p.partition_index,
+                            offset: if p.timestamp == -2 {
+                                0
+                            } else {
+                                self.logs[p.partition_index as usize].1
+                            },
+                            timestamp: -1,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Sessionless fetches (session id 0 in every answer): whole batches from the one
+    /// holding the offset.
+    fn fetch(&self, req: &FetchRequest) -> FetchResponse {
+        let partitions = req
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .map(|p| {
+                let (batches, next) = &self.logs[p.partition as usize];
+                let mut out = Vec::new();
+                for (base, bytes) in batches {
+                    let n = i64::from(i32::from_be_bytes([
+                        bytes[57], bytes[58], bytes[59], bytes[60],
+                    ]));
+                    if base + n > p.fetch_offset && out.len() < 4096 {
+                        out.extend_from_slice(bytes);
+                    }
+                }
+                PartitionData {
+                    partition_index: p.partition,
+                    high_watermark: *next,
+                    last_stable_offset: *next,
+                    records: Some(Bytes::from(out)),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        FetchResponse {
+            session_id: 0,
+            responses: vec![FetchableTopicResponse {
+                topic: TOPIC.into(),
+                topic_id: Uuid::from_bytes([4; 16]),
+                partitions,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// Partitions each live node owns now.
+    pub(super) fn owned(&self, i: usize) -> Vec<i32> {
+        let n = &self.nodes[i];
+        let mut out = Vec::new();
+        let _ = &n.client;
+        out.extend(self.assignment_of(i));
+        out
+    }
+
+    fn assignment_of(&self, i: usize) -> Vec<i32> {
+        // Read through a borrowed command would need &mut; keep a shadow from events.
+        let mut owned: BTreeSet<i32> = BTreeSet::new();
+        for e in &self.nodes[i].events {
+            match e {
+                GroupEvent::Assigned(ps) => owned.extend(ps.iter().map(|(_, p)| *p)),
+                GroupEvent::Revoked(ps) | GroupEvent::Lost(ps) => {
+                    for (_, p) in ps {
+                        owned.remove(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        owned.into_iter().collect()
+    }
+
+    /// The topic's partition count.
+    pub(super) fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
+    /// Records per partition.
+    pub(super) fn log_end(&self, p: i32) -> i64 {
+        self.logs[p as usize].1
+    }
+}

@@ -1,0 +1,285 @@
+//! The group consumer's life cycle and guarantees, on the scripted coordinator.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use super::{World, TOPIC};
+use crate::group::{CommitError, GroupEvent};
+use crate::protocol::KafkaCode;
+
+const S: Duration = Duration::from_secs(1);
+
+/// Every partition's offsets handed out, over all nodes, in order.
+fn per_partition(w: &World) -> BTreeMap<i32, Vec<i64>> {
+    let mut out: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for &(_, p, o) in &w.log {
+        out.entry(p).or_default().push(o);
+    }
+    out
+}
+
+/// Asserts every record was handed out exactly once over the whole group.
+fn assert_exactly_once(w: &World) {
+    let got = per_partition(w);
+    for p in 0..w.partitions() {
+        let mut offsets = got.get(&p).cloned().unwrap_or_default();
+        offsets.sort_unstable();
+        let want: Vec<i64> = (0..w.log_end(p)).collect();
+        assert_eq!(offsets, want, "partition {p}");
+    }
+}
+
+/// Asserts no record was lost: every offset handed out at least once.
+fn assert_at_least_once(w: &World) {
+    let got = per_partition(w);
+    for p in 0..w.partitions() {
+        let seen: BTreeSet<i64> = got.get(&p).into_iter().flatten().copied().collect();
+        let want: BTreeSet<i64> = (0..w.log_end(p)).collect();
+        assert_eq!(seen, want, "partition {p}");
+    }
+}
+
+/// No partition owned by two live nodes at once (checked by the caller each step).
+fn assert_disjoint(w: &World) {
+    let mut seen = BTreeMap::new();
+    for i in 0..w.nodes.len() {
+        if w.nodes[i].dead || w.nodes[i].done {
+            continue;
+        }
+        for p in w.owned(i) {
+            if let Some(other) = seen.insert(p, i) {
+                panic!("partition {p} owned by nodes {other} and {i}");
+            }
+        }
+    }
+}
+
+fn committed_all(w: &World) -> bool {
+    (0..w.partitions())
+        .all(|p| w.coordinator.offsets.get(&(TOPIC.into(), p)) == Some(&w.log_end(p)))
+}
+
+#[test]
+fn a_single_member_joins_reads_from_the_committed_offsets_and_commits_what_it_consumed() {
+    let mut w = World::new(4, 50);
+    w.coordinator.offsets.insert((TOPIC.into(), 0), 20);
+    let a = w.add(&[]);
+    w.run_until(10 * S, |w| w.owned(a).len() == 4);
+    // The join needed a member id first (KIP-394), then one generation.
+    assert_eq!(w.coordinator.generation, 1);
+    w.run_until(10 * S, committed_all);
+    let got = per_partition(&w);
+    assert_eq!(got[&0], (20..50).collect::<Vec<i64>>());
+    for p in 1..4 {
+        assert_eq!(got[&p], (0..50).collect::<Vec<i64>>());
+    }
+    assert!(matches!(w.nodes[a].events[0], GroupEvent::Assigned(ref ps) if ps.len() == 4));
+}
+
+#[test]
+fn eager_members_split_the_partitions_and_a_revocation_commits_before_handing_over() {
+    let mut w = World::new(4, 400);
+    let a = w.add(&[("partition.assignment.strategy", "range")]);
+    w.run_until(10 * S, |w| w.owned(a).len() == 4 && w.log.len() > 20);
+    let b = w.add(&[("partition.assignment.strategy", "range")]);
+    w.run_until(20 * S, |w| {
+        assert_disjoint(w);
+        w.owned(a).len() == 2 && w.owned(b).len() == 2
+    });
+    assert_eq!(w.owned(a), [0, 1]);
+    assert_eq!(w.owned(b), [2, 3]);
+    w.run_until(20 * S, |w| {
+        assert_disjoint(w);
+        committed_all(w)
+    });
+    // The revoked partitions were committed at the revocation, so the new owner went
+    // on exactly where the old one stopped: no duplicate, nothing lost.
+    assert_exactly_once(&w);
+    assert!(w.nodes[a]
+        .events
+        .iter()
+        .any(|e| matches!(e, GroupEvent::Revoked(ps) if ps.len() == 4)));
+}
+
+#[test]
+fn cooperative_members_hand_partitions_over_in_two_rebalances_without_overlap() {
+    let strategy = [("partition.assignment.strategy", "cooperative-sticky")];
+    let mut w = World::new(6, 300);
+    let a = w.add(&strategy);
+    w.run_until(10 * S, |w| w.owned(a).len() == 6 && w.log.len() > 30);
+    let before = w.coordinator.rebalances;
+    let b = w.add(&strategy);
+    w.run_until(30 * S, |w| {
+        assert_disjoint(w);
+        w.owned(a).len() == 3 && w.owned(b).len() == 3
+    });
+    // Join of b (a keeps everything it may), then a's revocation's follow-up round.
+    assert!(
+        w.coordinator.rebalances >= before + 2,
+        "{}",
+        w.coordinator.rebalances
+    );
+    // a never gave up a partition it kept: only Revoked of the three that moved.
+    let revoked: Vec<usize> = w.nodes[a]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            GroupEvent::Revoked(ps) => Some(ps.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(revoked, [3]);
+    w.run_until(30 * S, |w| {
+        assert_disjoint(w);
+        committed_all(w)
+    });
+    assert_exactly_once(&w);
+}
+
+#[test]
+fn a_killed_member_is_expired_and_its_partitions_resume_from_the_last_commit() {
+    let mut w = World::new(4, 2000);
+    let a = w.add(&[]);
+    let b = w.add(&[]);
+    w.run_until(20 * S, |w| {
+        w.owned(a).len() == 2 && w.owned(b).len() == 2 && w.log.len() > 100
+    });
+    w.run(3 * S);
+    w.kill(b);
+    // After the session timeout (10 s) the coordinator rebalances; a takes over.
+    w.run_until(30 * S, |w| w.owned(a).len() == 4);
+    w.run_until(30 * S, committed_all);
+    // At-least-once: nothing lost; duplicates only of b's uncommitted tail.
+    assert_at_least_once(&w);
+    let got = per_partition(&w);
+    for p in w.owned(a) {
+        let v = &got[&p];
+        let dups = v.len() as i64 - w.log_end(p);
+        assert!(dups <= 2000, "partition {p}: {dups} duplicates");
+    }
+}
+
+#[test]
+fn an_application_that_stops_polling_leaves_and_its_partitions_move() {
+    let mut w = World::new(4, 100);
+    let a = w.add(&[]);
+    let b = w.add(&[]);
+    w.run_until(20 * S, |w| w.owned(a).len() == 2 && w.owned(b).len() == 2);
+    w.nodes[b].polling = false;
+    // max.poll.interval.ms is 20 s: b leaves (heartbeats alone do not keep it in).
+    w.run_until(40 * S, |w| w.owned(a).len() == 4);
+    let mut b_events = Vec::new();
+    let id = w.nodes[b].id;
+    let _ = w.nodes[b].client.command(w.now, id, |g, _| {
+        while let Some(e) = g.take_event() {
+            b_events.push(e);
+        }
+    });
+    assert!(
+        b_events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Lost(ps) if ps.len() == 2)),
+        "{b_events:?}"
+    );
+}
+
+#[test]
+fn a_commit_for_a_stale_generation_is_reported_not_dropped() {
+    let mut w = World::new(2, 10);
+    let a = w.add(&[("enable.auto.commit", "false")]);
+    w.run_until(10 * S, |w| w.owned(a).len() == 2);
+    // The coordinator moves on without a (as if a's session had ended).
+    w.coordinator.generation += 1;
+    let id = w.nodes[a].id;
+    let commit = w.nodes[a]
+        .client
+        .command(w.now, id, |g, cx| g.commit(cx, [((TOPIC.into(), 0), 3)]))
+        .unwrap();
+    w.run_until(5 * S, |w| {
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Committed { id, .. } if *id == commit))
+    });
+    let result = w.nodes[a].events.iter().find_map(|e| match e {
+        GroupEvent::Committed { id, result } if *id == commit => Some(result.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        result,
+        Some(Err(CommitError::Rebalanced(KafkaCode::ILLEGAL_GENERATION)))
+    );
+    assert!(w.coordinator.offsets.is_empty());
+}
+
+#[test]
+fn retriable_commit_errors_are_retried_and_fatal_ones_reported() {
+    let mut w = World::new(2, 10);
+    let a = w.add(&[("enable.auto.commit", "false")]);
+    w.run_until(10 * S, |w| w.owned(a).len() == 2);
+    let id = w.nodes[a].id;
+    w.coordinator.fail_next_commit = Some(KafkaCode::COORDINATOR_LOAD_IN_PROGRESS);
+    let first = w.nodes[a]
+        .client
+        .command(w.now, id, |g, cx| g.commit(cx, [((TOPIC.into(), 0), 4)]))
+        .unwrap();
+    w.run(2 * S);
+    w.coordinator.fail_next_commit = Some(KafkaCode::OFFSET_METADATA_TOO_LARGE);
+    let second = w.nodes[a]
+        .client
+        .command(w.now, id, |g, cx| g.commit(cx, [((TOPIC.into(), 1), 5)]))
+        .unwrap();
+    w.run(2 * S);
+    let result = |c| {
+        w.nodes[a].events.iter().find_map(|e| match e {
+            GroupEvent::Committed { id, result } if *id == c => Some(result.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(result(first), Some(Ok(())));
+    assert!(matches!(
+        result(second),
+        Some(Err(CommitError::Partition { partition: 1, .. }))
+    ));
+    assert_eq!(w.coordinator.offsets.get(&(TOPIC.into(), 0)), Some(&4));
+    assert_eq!(w.coordinator.offsets.get(&(TOPIC.into(), 1)), None);
+}
+
+#[test]
+fn closing_commits_consumed_positions_and_leaves_so_the_others_take_over_at_once() {
+    let mut w = World::new(4, 30);
+    let a = w.add(&[]);
+    let b = w.add(&[]);
+    w.run_until(20 * S, |w| w.owned(a).len() == 2 && w.owned(b).len() == 2);
+    w.run_until(10 * S, |w| w.log.len() == 120);
+    let id = w.nodes[b].id;
+    w.nodes[b]
+        .client
+        .command(w.now, id, |g, cx| g.close(cx))
+        .unwrap();
+    w.nodes[b].polling = false;
+    // Well before b's session would expire (10 s), a owns everything.
+    w.run_until(3 * S, |w| w.owned(a).len() == 4);
+    assert!(w.nodes[b].done);
+    assert!(committed_all(&w));
+    assert_exactly_once(&w);
+}
+
+#[test]
+fn a_static_member_restarted_within_the_session_timeout_keeps_its_partitions_without_a_rebalance() {
+    let mut w = World::new(4, 20);
+    let a = w.add(&[("group.instance.id", "a")]);
+    let b = w.add(&[("group.instance.id", "b")]);
+    w.run_until(20 * S, |w| w.owned(a).len() == 2 && w.owned(b).len() == 2);
+    let (rebalances, kept) = (w.coordinator.rebalances, w.owned(b));
+    w.kill(b);
+    w.run(2 * S);
+    let b2 = w.add(&[("group.instance.id", "b")]);
+    w.run_until(10 * S, |w| w.owned(b2).len() == 2);
+    assert_eq!(w.owned(b2), kept);
+    assert_eq!(
+        w.coordinator.rebalances, rebalances,
+        "no rebalance for a static restart"
+    );
+    assert_eq!(w.owned(a).len(), 2);
+}
