@@ -361,6 +361,23 @@ mod tests {
     }
 
     #[test]
+    fn mutated_bytes_never_panic() {
+        let seeds = [full_subscription().encode(3), full_subscription().encode(1)];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut bytes = seeds[(x % 2) as usize].clone();
+            let i = (x >> 8) as usize % bytes.len();
+            bytes[i] = (x >> 32) as u8;
+            let cut = (x >> 40) as usize % (bytes.len() + 1);
+            let _ = Subscription::decode(&bytes[..cut]);
+            let _ = Assignment::decode(&bytes[..cut]);
+        }
+    }
+
+    #[test]
     fn java_order_is_utf16_order() {
         // U+FF61 sorts after U+1F600 by bytes, before it by UTF-16 code units.
         assert_eq!(java_cmp("\u{ff61}", "\u{1f600}"), Ordering::Greater);

@@ -206,7 +206,7 @@ pub(crate) fn decode_sticky_user_data(bytes: &[u8]) -> Option<MemberData> {
 
 /// The iteration order of a Java `HashMap<String, _>` filled with `computeIfAbsent` in
 /// the given order (default capacity 16, load factor 0.75, resize before an insert that
-/// finds the map over its threshold). Buckets with nine or more keys, where Java would
+/// finds the map over its threshold; by bucket, the latest key first within one). Buckets with nine or more keys, where Java would
 /// resize or treeify early, are not modelled.
 fn java_hash_map_order<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<usize> {
     let hashes: Vec<u32> = keys
@@ -225,7 +225,9 @@ fn java_hash_map_order<'a>(keys: impl Iterator<Item = &'a str>) -> Vec<usize> {
         }
     }
     let mut order: Vec<usize> = (0..hashes.len()).collect();
-    order.sort_by_key(|&i| hashes[i] as usize & (capacity - 1));
+    // `computeIfAbsent` puts a new key at the head of its bucket, and resizes keep the
+    // order within buckets: latest first.
+    order.sort_by_key(|&i| (hashes[i] as usize & (capacity - 1), std::cmp::Reverse(i)));
     order
 }
 

@@ -26,6 +26,8 @@ public final class Main {
         register("verify", "<dir>", Verify::run);
         register("records-generate", "<out-dir>", RecordsOracle::generate);
         register("records-verify", "<dir>", RecordsOracle::verify);
+        register("group-generate", "<out-dir>", GroupOracle::generate);
+        register("group-verify", "<dir>", GroupOracle::verify);
         // Register further subcommands here, e.g.
         // register("records", "<args>", RecordBatches::run);
     }
