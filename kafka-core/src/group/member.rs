@@ -336,7 +336,7 @@ impl Classic {
         let protocols = self
             .assignors
             .iter()
-            .map(|a| {
+            .filter_map(|a| {
                 let sub = Subscription {
                     topics: topics.iter().cloned().collect(),
                     user_data: a.user_data(&owned_partitions, self.generation),
@@ -344,11 +344,14 @@ impl Classic {
                     generation_id: self.generation,
                     rack_id: self.rack.clone(),
                 };
-                JoinGroupRequestProtocol {
+                // Only a topic or rack name over Kafka's string limit fails here; such a
+                // protocol is left out (the join then fails INCONSISTENT_GROUP_PROTOCOL).
+                let metadata = sub.try_encode(SUBSCRIPTION_VERSION).ok()?;
+                Some(JoinGroupRequestProtocol {
                     name: a.name().to_string(),
-                    metadata: sub.encode(SUBSCRIPTION_VERSION).into(),
+                    metadata: metadata.into(),
                     ..Default::default()
-                }
+                })
             })
             .collect();
         JoinGroupRequest {
@@ -456,17 +459,25 @@ impl Classic {
             }
         };
         self.group_topics = topics;
-        let assignments = assignments
-            .into_iter()
-            .map(|(member_id, a)| {
-                let version = versions.get(&member_id).copied().unwrap_or(0);
-                SyncGroupRequestAssignment {
-                    assignment: a.encode(version).into(),
+        let mut encoded = Vec::with_capacity(assignments.len());
+        for (member_id, a) in assignments {
+            let version = versions.get(&member_id).copied().unwrap_or(0);
+            match a.try_encode(version) {
+                Ok(bytes) => encoded.push(SyncGroupRequestAssignment {
+                    assignment: bytes.into(),
                     member_id,
                     ..Default::default()
+                }),
+                Err(e) => {
+                    self.fail(
+                        GroupError::Assign(format!("assignment for {member_id}: {e}")),
+                        out,
+                    );
+                    return true;
                 }
-            })
-            .collect();
+            }
+        }
+        let assignments = encoded;
         self.sync(cx, assignments);
         true
     }
