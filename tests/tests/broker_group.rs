@@ -5,7 +5,8 @@
 //! - three members share a 12-partition topic through joins, a member closing and a
 //!   member killed (its client dropped without leaving): every record is consumed
 //!   (at-least-once, duplicates only of a killed member's uncommitted tail), and at no
-//!   moment two live members own the same partition — for each assignor;
+//!   moment two live members own the same partition — for each classic assignor and for
+//!   the KIP-848 protocol (the rig sets its broker-side session timeout to 6 s);
 //! - a member killed and restarted resumes from the committed offset;
 //! - a static member restarted inside the session timeout gets its partitions back
 //!   without a rebalance.
@@ -257,7 +258,13 @@ fn three_members_share_the_topic(strategy: &str) {
     let n = 30_000;
     let topic = topic_with_records(&addr, n);
     let group = unique(&format!("g-{strategy}"));
-    let extra = [("partition.assignment.strategy", strategy)];
+    // "consumer" is the KIP-848 protocol (server-side assignment); the others are the
+    // classic protocol's assignors.
+    let extra = if strategy == "consumer" {
+        [("group.protocol", "consumer")]
+    } else {
+        [("partition.assignment.strategy", strategy)]
+    };
     let mut a = Member::start(&addr, &topic, &extra, &group);
     wait_for(&[&a], Duration::from_secs(30), "a owns all", || {
         a.owned().len() == 12
@@ -321,6 +328,11 @@ fn three_members_share_a_topic_with_sticky() {
 #[test]
 fn three_members_share_a_topic_with_cooperative_sticky() {
     three_members_share_the_topic("cooperative-sticky");
+}
+
+#[test]
+fn three_members_share_a_topic_with_kip848() {
+    three_members_share_the_topic("consumer");
 }
 
 #[test]

@@ -400,6 +400,12 @@ fn effects() -> Vec<Effect> {
             "group_protocol",
         ),
         e(
+            "group.remote.assignor",
+            "range",
+            |c| c.group().remote_assignor.as_deref() == Some("range"),
+            "remote_assignor",
+        ),
+        e(
             "session.timeout.ms",
             "10000",
             |c| c.group().session_timeout == Duration::from_secs(10),

@@ -37,6 +37,9 @@ pub struct GroupConfig {
     pub group_instance_id: Option<String>,
     /// `group.protocol` (default classic).
     pub group_protocol: GroupProtocol,
+    /// `group.remote.assignor`: the server-side assignor under KIP-848 (the broker's
+    /// default, `uniform`, when unset).
+    pub remote_assignor: Option<String>,
     /// `session.timeout.ms` (default 45 s).
     pub session_timeout: Duration,
     /// `heartbeat.interval.ms` (default 3 s).
@@ -58,6 +61,7 @@ impl Default for GroupConfig {
             group_id: None,
             group_instance_id: None,
             group_protocol: GroupProtocol::Classic,
+            remote_assignor: None,
             session_timeout: Duration::from_secs(45),
             heartbeat_interval: Duration::from_secs(3),
             max_poll_interval: Duration::from_secs(300),
@@ -163,6 +167,16 @@ pub(super) const KEYS: &[KeyInfo] = &[
         secret: false,
         apply: |b, v| {
             b.group.group_protocol = v.parse()?;
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "group.remote.assignor",
+        default: None,
+        doc: "Server-side assignor under group.protocol=consumer (uniform, range).",
+        secret: false,
+        apply: |b, v| {
+            b.group.remote_assignor = parse::opt_text(v)?;
             Ok(())
         },
     },

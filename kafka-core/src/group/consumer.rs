@@ -6,11 +6,12 @@ use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::assignor::RebalanceProtocol;
-use super::member::{Classic, MemberEvent, TopicPartition};
-use super::offsets::{CommitId, Commits, Fetching, Membership};
+use super::member::{MemberEvent, TopicPartition};
+use super::membership::Member;
+use super::offsets::{CommitId, Commits, Fetching};
 use super::{CommitError, GroupError};
 use crate::client::{Notice, OpContext, Operation};
-use crate::config::{ClientConfig, GroupProtocol};
+use crate::config::ClientConfig;
 use crate::consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
 
 /// What the group consumer tells the application (take with
@@ -53,7 +54,7 @@ struct Revocation {
 /// on `Event::Notify` a command that takes events and calls `poll`.
 pub struct GroupConsumer {
     fetcher: Consumer,
-    member: Classic,
+    member: Member,
     topics: BTreeSet<String>,
     /// Partitions the application owns (announced with `Assigned`).
     owned: BTreeSet<TopicPartition>,
@@ -100,14 +101,9 @@ impl GroupConsumer {
     /// A group consumer for `config` (needs `group.id`).
     pub fn new(config: &ClientConfig) -> Result<Self, GroupError> {
         let g = config.group();
-        if g.group_protocol == GroupProtocol::Consumer {
-            return Err(GroupError::Unsupported(
-                "group.protocol=consumer (KIP-848) is not implemented yet; use classic",
-            ));
-        }
         Ok(GroupConsumer {
             fetcher: Consumer::new(config),
-            member: Classic::new(config)?,
+            member: Member::new(config)?,
             topics: BTreeSet::new(),
             owned: BTreeSet::new(),
             revoking: None,
@@ -173,12 +169,12 @@ impl GroupConsumer {
 
     /// The member id and generation (empty and -1 while not a member).
     pub fn generation(&self) -> (&str, i32) {
-        (&self.member.member_id, self.member.generation)
+        (self.member.member_id(), self.member.generation())
     }
 
     /// Completed rebalances.
     pub fn rebalances(&self) -> u64 {
-        self.member.rebalances
+        self.member.rebalances()
     }
 
     /// The next event, if any.
@@ -220,9 +216,12 @@ impl GroupConsumer {
         offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
     ) -> CommitId {
         let offsets: Vec<_> = offsets.into_iter().collect();
-        let id = self
-            .commits
-            .start(cx, self.membership(), offsets.clone(), self.commit_timeout);
+        let id = self.commits.start(
+            cx,
+            self.member.commit_as(),
+            offsets.clone(),
+            self.commit_timeout,
+        );
         for (tp, o) in offsets {
             self.committed.insert(tp, o);
         }
@@ -250,15 +249,6 @@ impl GroupConsumer {
             .collect()
     }
 
-    fn membership(&self) -> Option<Membership> {
-        (self.member.generation >= 0).then(|| Membership {
-            group: self.member.group().to_string(),
-            generation: self.member.generation,
-            member_id: self.member.member_id.clone(),
-            instance: self.member.instance().map(str::to_string),
-        })
-    }
-
     /// Hands out up to `max.poll.records` records of owned partitions (appended to
     /// `out`); returns how many. Also the application's sign of life
     /// (`max.poll.interval.ms`), the moment automatic commits are sent (positions as
@@ -281,7 +271,7 @@ impl GroupConsumer {
             let offsets = self.changed(offsets);
             let id = self
                 .commits
-                .start(cx, self.membership(), offsets, self.commit_timeout);
+                .start(cx, self.member.commit_as(), offsets, self.commit_timeout);
             self.own_commits.push(id);
         }
         if self.auto_commit && self.member.is_stable() {
@@ -298,9 +288,12 @@ impl GroupConsumer {
                 let offsets = self.consumed(parts);
                 let offsets = self.changed(offsets);
                 if !offsets.is_empty() {
-                    let id =
-                        self.commits
-                            .start(cx, self.membership(), offsets, self.commit_timeout);
+                    let id = self.commits.start(
+                        cx,
+                        self.member.commit_as(),
+                        offsets,
+                        self.commit_timeout,
+                    );
                     self.own_commits.push(id);
                 }
             }
@@ -347,12 +340,12 @@ impl GroupConsumer {
         }
         let now = cx.now();
         let deadline = now + self.commit_timeout;
-        if self.auto_commit && !self.owned.is_empty() && self.membership().is_some() {
+        if self.auto_commit && !self.owned.is_empty() && self.member.commit_as().is_some() {
             let offsets = self.consumed(self.owned.iter());
             let offsets = self.changed(offsets);
             let id = self
                 .commits
-                .start(cx, self.membership(), offsets, self.commit_timeout);
+                .start(cx, self.member.commit_as(), offsets, self.commit_timeout);
             self.own_commits.push(id);
             self.closing = Some(Closing::Committing(id, deadline));
         } else {
@@ -546,6 +539,7 @@ impl GroupConsumer {
                 cx,
                 &BTreeSet::new(),
                 &BTreeSet::new(),
+                false,
                 &mut self.member_events,
             );
             self.member_events.clear();
@@ -581,8 +575,9 @@ impl Operation for GroupConsumer {
             if let Some(f) = &self.fetching {
                 owned.extend(f.partitions.iter().cloned());
             }
+            let busy = self.revoking.is_some() || self.fetching.is_some();
             self.member
-                .poll(cx, &self.topics, &owned, &mut self.member_events);
+                .poll(cx, &self.topics, &owned, busy, &mut self.member_events);
             self.on_member_events(cx);
             self.finish_revocation(cx);
             self.finish_fetching(cx);

@@ -3,13 +3,15 @@
 //!
 //! Files: `protocol` (ConsumerProtocol subscription/assignment, versions 0–3),
 //! `assignor/` (range, roundrobin, sticky, cooperative-sticky), `member` (the classic
-//! membership sub-machine), `offsets` (OffsetCommit and OffsetFetch), `consumer`
+//! membership sub-machine), `kip848` (the KIP-848 member), `membership` (either), `offsets` (OffsetCommit and OffsetFetch), `consumer`
 //! ([`GroupConsumer`]: the fetcher driven by membership), `error`.
 
 pub mod assignor;
 mod consumer;
 mod error;
+mod kip848;
 mod member;
+mod membership;
 mod offsets;
 pub mod protocol;
 

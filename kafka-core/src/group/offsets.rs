@@ -17,8 +17,6 @@ use crate::protocol::messages::offset_fetch::request::OffsetFetchRequestTopic;
 use crate::protocol::messages::offset_fetch::OffsetFetchRequest;
 use crate::protocol::KafkaCode;
 
-/// OffsetCommit v8: topic names, leader epochs, static members (Kafka 2.4+).
-const COMMIT_VERSION: i16 = 8;
 /// OffsetFetch v7: one group, topic names, `require_stable` (Kafka 2.5+).
 const FETCH_VERSION: i16 = 7;
 
@@ -27,19 +25,21 @@ const FETCH_VERSION: i16 = 7;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CommitId(pub(crate) u64);
 
-/// Who the commit is for: the generation and member it is sent with.
+/// Who the commit is for: the generation (or member epoch) and member it is sent with,
+/// and the OffsetCommit version that carries them.
 #[derive(Debug, Clone)]
-pub(crate) struct Membership {
+pub(crate) struct CommitAs {
     pub(crate) group: String,
     pub(crate) generation: i32,
     pub(crate) member_id: String,
     pub(crate) instance: Option<String>,
+    pub(crate) version: i16,
 }
 
 struct Commit {
     id: CommitId,
     offsets: Vec<(TopicPartition, i64)>,
-    membership: Membership,
+    membership: CommitAs,
     request: Option<RequestId<OffsetCommitRequest>>,
     retry_at: Option<Instant>,
     attempts: u32,
@@ -67,7 +67,7 @@ impl Commits {
     pub(crate) fn start(
         &mut self,
         cx: &mut OpContext<'_>,
-        membership: Option<Membership>,
+        membership: Option<CommitAs>,
         offsets: Vec<(TopicPartition, i64)>,
         timeout: Duration,
     ) -> CommitId {
@@ -207,7 +207,7 @@ fn send(cx: &mut OpContext<'_>, c: &mut Commit) {
         ..Default::default()
     };
     let route = Route::GroupCoordinator(m.group.clone());
-    c.request = Some(cx.send_version(route, req, COMMIT_VERSION));
+    c.request = Some(cx.send_version(route, req, m.version));
 }
 
 /// A commit's answer: done (ok, refused for the generation, failed for a partition) or
@@ -225,7 +225,9 @@ fn judge(
                 KafkaCode::NONE => {}
                 KafkaCode::ILLEGAL_GENERATION
                 | KafkaCode::UNKNOWN_MEMBER_ID
-                | KafkaCode::FENCED_INSTANCE_ID => {
+                | KafkaCode::FENCED_INSTANCE_ID
+                | KafkaCode::STALE_MEMBER_EPOCH
+                | KafkaCode::FENCED_MEMBER_EPOCH => {
                     return Outcome::Done(Err(CommitError::Rebalanced(code)))
                 }
                 KafkaCode::REBALANCE_IN_PROGRESS => {

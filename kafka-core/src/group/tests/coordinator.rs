@@ -414,6 +414,15 @@ impl Coordinator {
                 }
             }
         };
+        self.respond_commit(req, code)
+    }
+
+    /// Stores a commit judged `code` and answers it.
+    pub(crate) fn respond_commit(
+        &mut self,
+        req: &OffsetCommitRequest,
+        code: KafkaCode,
+    ) -> OffsetCommitResponse {
         OffsetCommitResponse {
             topics: req
                 .topics

@@ -3,6 +3,8 @@
 //! group coordinator (`coordinator.rs`).
 
 mod coordinator;
+mod coordinator848;
+mod kip848;
 mod scenarios;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,6 +31,7 @@ use crate::protocol::{ApiKey, Message, Uuid};
 use crate::record::{BatchBuilder, BatchOptions};
 use crate::test_support::{broker_versions, origin, parse_requests, response_frame, Seen};
 use coordinator::{Answer, Coordinator};
+use coordinator848::Coordinator848;
 
 pub(super) const TOPIC: &str = "t";
 
@@ -50,6 +53,7 @@ pub(super) struct World {
     pub(super) now: Instant,
     pub(super) nodes: Vec<Node>,
     pub(super) coordinator: Coordinator,
+    pub(super) coordinator848: Coordinator848,
     /// Per partition: batches (base offset, bytes) and the next offset.
     logs: Vec<(Vec<(i64, Bytes)>, i64)>,
     partitions: i32,
@@ -85,6 +89,7 @@ impl World {
             now: origin(),
             nodes: Vec::new(),
             coordinator: Coordinator::new(),
+            coordinator848: Coordinator848::new(Uuid::from_bytes([4; 16]), partitions),
             logs,
             partitions,
             held: BTreeMap::new(),
@@ -179,6 +184,7 @@ impl World {
         }
         self.now += Duration::from_millis(1);
         self.coordinator.expire(self.now);
+        self.coordinator848.expire(self.now);
         for n in &mut self.nodes {
             if !n.dead {
                 n.client.handle_timeout(self.now);
@@ -281,8 +287,18 @@ impl World {
                 let r = self.coordinator.leave(now, &seen.decode());
                 self.reply(i, conn, &seen, &r);
             }
+            ApiKey::OffsetCommit if seen.version() >= 9 => {
+                let req = seen.decode();
+                let code = self.coordinator848.check_commit(&req);
+                let r = self.coordinator.respond_commit(&req, code);
+                self.reply(i, conn, &seen, &r);
+            }
             ApiKey::OffsetCommit => {
                 let r = self.coordinator.commit(now, &seen.decode());
+                self.reply(i, conn, &seen, &r);
+            }
+            ApiKey::ConsumerGroupHeartbeat => {
+                let r = self.coordinator848.heartbeat(now, &seen.decode());
                 self.reply(i, conn, &seen, &r);
             }
             ApiKey::OffsetFetch => {

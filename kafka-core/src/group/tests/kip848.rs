@@ -1,0 +1,112 @@
+//! KIP-848 (`group.protocol=consumer`) scenarios on the scripted coordinator.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use super::{World, TOPIC};
+use crate::group::GroupEvent;
+
+const S: Duration = Duration::from_secs(1);
+const KIP848: (&str, &str) = ("group.protocol", "consumer");
+
+fn disjoint(w: &World) {
+    let mut seen = BTreeMap::new();
+    for i in 0..w.nodes.len() {
+        if w.nodes[i].dead || w.nodes[i].done {
+            continue;
+        }
+        for p in w.owned(i) {
+            if let Some(other) = seen.insert(p, i) {
+                panic!("partition {p} owned by nodes {other} and {i}");
+            }
+        }
+    }
+}
+
+fn committed_all(w: &World) -> bool {
+    (0..w.partitions())
+        .all(|p| w.coordinator.offsets.get(&(TOPIC.into(), p)) == Some(&w.log_end(p)))
+}
+
+#[test]
+fn kip848_members_reconcile_revoking_before_the_new_owner_gets_a_partition() {
+    let mut w = World::new(4, 400);
+    let a = w.add(&[KIP848]);
+    w.run_until(10 * S, |w| w.owned(a).len() == 4 && w.log.len() > 20);
+    let b = w.add(&[KIP848]);
+    w.run_until(20 * S, |w| {
+        disjoint(w);
+        w.owned(a).len() == 2 && w.owned(b).len() == 2
+    });
+    w.run_until(20 * S, |w| {
+        disjoint(w);
+        committed_all(w)
+    });
+    // a gave up two partitions (after committing them), b read them from there on:
+    // every record exactly once over the group.
+    let mut per: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for &(_, p, o) in &w.log {
+        per.entry(p).or_default().push(o);
+    }
+    for p in 0..4 {
+        let mut v = per[&p].clone();
+        v.sort_unstable();
+        assert_eq!(v, (0..400).collect::<Vec<i64>>(), "partition {p}");
+    }
+    let revoked: Vec<usize> = w.nodes[a]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            GroupEvent::Revoked(ps) => Some(ps.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(revoked, [2]);
+    // Members named themselves (KIP-1082) and differ.
+    let ids: BTreeSet<String> = w.coordinator848.members.keys().cloned().collect();
+    assert_eq!(ids.len(), 2);
+}
+
+#[test]
+fn a_fenced_kip848_member_loses_its_partitions_and_rejoins_with_epoch_zero() {
+    let mut w = World::new(2, 10);
+    let a = w.add(&[KIP848]);
+    w.run_until(10 * S, |w| w.owned(a).len() == 2);
+    let id = w.coordinator848.members.keys().next().unwrap().clone();
+    w.coordinator848.fence(&id);
+    w.run_until(10 * S, |w| {
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Lost(_)))
+    });
+    w.run_until(10 * S, |w| w.owned(a).len() == 2);
+    // The same member id came back with epoch 0.
+    assert!(
+        w.coordinator848
+            .heartbeats
+            .iter()
+            .filter(|(m, e)| *m == id && *e == 0)
+            .count()
+            >= 2
+    );
+}
+
+#[test]
+fn a_closing_kip848_member_leaves_with_epoch_minus_one_and_the_other_takes_over() {
+    let mut w = World::new(4, 30);
+    let a = w.add(&[KIP848]);
+    let b = w.add(&[KIP848]);
+    w.run_until(20 * S, |w| w.owned(a).len() == 2 && w.owned(b).len() == 2);
+    w.run_until(10 * S, |w| w.log.len() == 120);
+    let id = w.nodes[b].id;
+    w.nodes[b]
+        .client
+        .command(w.now, id, |g, cx| g.close(cx))
+        .unwrap();
+    w.nodes[b].polling = false;
+    w.run_until(5 * S, |w| w.owned(a).len() == 4);
+    assert!(w.nodes[b].done);
+    assert!(w.coordinator848.heartbeats.iter().any(|(_, e)| *e == -1));
+    assert!(committed_all(&w));
+}
