@@ -172,6 +172,12 @@ impl GroupConsumer {
         (self.member.member_id(), self.member.generation())
     }
 
+    /// Whether this member computed the current generation's assignment (classic
+    /// protocol; KIP-848 assigns on the broker).
+    pub fn is_leader(&self) -> bool {
+        self.member.is_leader()
+    }
+
     /// Completed rebalances.
     pub fn rebalances(&self) -> u64 {
         self.member.rebalances()

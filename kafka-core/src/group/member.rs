@@ -83,6 +83,8 @@ pub(crate) struct Classic {
     pub(crate) generation: i32,
     /// The assignor the coordinator chose in the last JoinGroup.
     chosen: Option<String>,
+    /// This member computed the last generation's assignment.
+    pub(crate) leader: bool,
     phase: Phase,
     attempts: u32,
     /// The consumer has given up what eager rejoining needs (or nothing was owned).
@@ -145,6 +147,7 @@ impl Classic {
             member_id: String::new(),
             generation: -1,
             chosen: None,
+            leader: false,
             phase: Phase::Idle,
             attempts: 0,
             join_gate_open: false,
@@ -388,6 +391,7 @@ impl Classic {
         self.member_id = resp.member_id.clone();
         self.generation = resp.generation_id;
         self.chosen = resp.protocol_name.clone();
+        self.leader = resp.leader == resp.member_id;
         if resp.leader == resp.member_id && !resp.skip_assignment {
             let generation = cx.metadata().generation();
             let topics = self.member_topics(&resp);

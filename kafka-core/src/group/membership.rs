@@ -59,6 +59,11 @@ impl Member {
         }
     }
 
+    /// Whether this member led the last classic generation (KIP-848: never).
+    pub(crate) fn is_leader(&self) -> bool {
+        matches!(self, Member::Classic(m) if m.leader)
+    }
+
     pub(crate) fn rebalances(&self) -> u64 {
         each!(self, m => m.rebalances)
     }
