@@ -384,8 +384,11 @@ impl Coordinator {
     /// Members silent for their session timeout are removed (a rebalance follows).
     pub(crate) fn expire(&mut self, now: Instant) {
         let before = self.members.len();
-        self.members
-            .retain(|_, m| now.saturating_duration_since(m.last_seen) < m.session);
+        // A member waiting for its JoinGroup answer in the current round does not expire.
+        let preparing = self.state == GroupState::Preparing;
+        self.members.retain(|_, m| {
+            (preparing && m.joined) || now.saturating_duration_since(m.last_seen) < m.session
+        });
         if self.members.len() < before {
             if self.state == GroupState::Stable || self.state == GroupState::Completing {
                 self.prepare(now);

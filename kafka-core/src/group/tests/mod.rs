@@ -4,6 +4,7 @@
 
 mod coordinator;
 mod coordinator848;
+mod errors;
 mod kip848;
 mod scenarios;
 
@@ -19,6 +20,8 @@ use crate::config::ClientConfig;
 use crate::consumer::ConsumerRecord;
 use crate::protocol::messages::fetch::response::{FetchableTopicResponse, PartitionData};
 use crate::protocol::messages::fetch::{FetchRequest, FetchResponse};
+use crate::protocol::messages::heartbeat::HeartbeatResponse;
+use crate::protocol::messages::join_group::JoinGroupResponse;
 use crate::protocol::messages::list_offsets::response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -27,7 +30,8 @@ use crate::protocol::messages::metadata::response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use crate::protocol::messages::metadata::MetadataResponse;
-use crate::protocol::{ApiKey, Message, Uuid};
+use crate::protocol::messages::sync_group::SyncGroupResponse;
+use crate::protocol::{ApiKey, KafkaCode, Message, Uuid};
 use crate::record::{BatchBuilder, BatchOptions};
 use crate::test_support::{broker_versions, origin, parse_requests, response_frame, Seen};
 use coordinator::{Answer, Coordinator};
@@ -61,6 +65,8 @@ pub(super) struct World {
     next_ticket: usize,
     /// Every (node, partition, offset) handed out, in order.
     pub(super) log: Vec<(usize, i32, i64)>,
+    /// Errors to answer the next requests of an API with (taken in order).
+    pub(super) faults: BTreeMap<ApiKey, Vec<KafkaCode>>,
 }
 
 impl World {
@@ -95,6 +101,20 @@ impl World {
             held: BTreeMap::new(),
             next_ticket: 0,
             log: Vec::new(),
+            faults: BTreeMap::new(),
+        }
+    }
+
+    /// Answers the next requests of `api` with these errors, one each.
+    pub(super) fn fail_next(&mut self, api: ApiKey, codes: &[KafkaCode]) {
+        self.faults.entry(api).or_default().extend_from_slice(codes);
+    }
+
+    /// Grows the topic to `partitions` (new partitions are empty).
+    pub(super) fn grow(&mut self, partitions: i32) {
+        while self.partitions < partitions {
+            self.logs.push((Vec::new(), 0));
+            self.partitions += 1;
         }
     }
 
@@ -258,6 +278,35 @@ impl World {
             ApiKey::FindCoordinator => {
                 let frame = coordinator_b1(&seen);
                 self.nodes[i].client.handle_received(now, conn, &frame);
+            }
+            api @ (ApiKey::JoinGroup | ApiKey::SyncGroup | ApiKey::Heartbeat)
+                if self.faults.get(&api).is_some_and(|f| !f.is_empty()) =>
+            {
+                let code = self.faults.get_mut(&api).expect("fault").remove(0);
+                match api {
+                    ApiKey::JoinGroup => {
+                        let r = JoinGroupResponse {
+                            error_code: code.0,
+                            generation_id: -1,
+                            ..Default::default()
+                        };
+                        self.reply(i, conn, &seen, &r);
+                    }
+                    ApiKey::SyncGroup => {
+                        let r = SyncGroupResponse {
+                            error_code: code.0,
+                            ..Default::default()
+                        };
+                        self.reply(i, conn, &seen, &r);
+                    }
+                    _ => {
+                        let r = HeartbeatResponse {
+                            error_code: code.0,
+                            ..Default::default()
+                        };
+                        self.reply(i, conn, &seen, &r);
+                    }
+                }
             }
             ApiKey::JoinGroup => {
                 let t = self.ticket();
