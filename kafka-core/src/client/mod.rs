@@ -261,6 +261,9 @@ pub struct Client {
     timers: Timers,
     /// Machines with a reason to be polled.
     ready_ops: BTreeSet<u64>,
+    /// The machine being polled or commanded now (its slot is out of `ops` meanwhile): a
+    /// request of its that fails synchronously keeps its outcome and marks it ready.
+    polling_op: Option<u64>,
     /// The last `now` the core was given, for work deferred to `poll_io`.
     last_now: Option<Instant>,
     /// Running operations by id (ids shared with requests).
@@ -327,6 +330,7 @@ impl Client {
             parked: HashMap::new(),
             timers: Timers::default(),
             ready_ops: BTreeSet::new(),
+            polling_op: None,
             last_now: None,
             bootstrap: c
                 .bootstrap_servers
@@ -883,7 +887,9 @@ impl Client {
                 self.events.push_back(Event::Response(ResponseReady(id)));
             }
             Owner::Op(op) => {
-                if self.ops.contains_key(&op) {
+                // The machine may be the one running now (a request that failed as it
+                // was sent): its outcome is kept for it all the same.
+                if self.ops.contains_key(&op) || self.polling_op == Some(op) {
                     self.done.insert(id, result);
                     self.wake_op(op);
                 }

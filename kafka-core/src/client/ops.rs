@@ -406,8 +406,10 @@ impl Client {
                 notify: false,
                 owned: &mut slot.owned,
             };
+            cx.client.polling_op = Some(id.raw);
             let out = f(machine, &mut cx);
             let (wake, notify) = (cx.wake, cx.notify);
+            self.polling_op = None;
             if let Some(at) = wake {
                 self.timers.set(Timer::Op(id.raw), Some(at));
             }
@@ -454,7 +456,7 @@ impl Client {
 
     /// Marks the owner of a finished request ready to be polled.
     pub(super) fn wake_op(&mut self, op: u64) {
-        if self.ops.contains_key(&op) {
+        if self.ops.contains_key(&op) || self.polling_op == Some(op) {
             self.ready_ops.insert(op);
         }
     }
@@ -484,8 +486,10 @@ impl Client {
                 notify: false,
                 owned: &mut slot.owned,
             };
+            cx.client.polling_op = Some(raw);
             let finished = slot.op.poll(&mut cx);
             let (wake, notify) = (cx.wake, cx.notify);
+            self.polling_op = None;
             match finished {
                 None => {
                     self.timers.set(Timer::Op(raw), wake);

@@ -479,3 +479,58 @@ fn topics_nothing_routes_to_expire_after_metadata_max_idle() {
     );
     h.reply(*conn, seen, &MetadataResponse::default());
 }
+
+/// Sends a Heartbeat; once it is answered (the connection is ready), sends a request
+/// that fails to encode at once (LeaveGroup's top-level member id is v0-2 only) and
+/// waits for its outcome with no timer armed.
+#[derive(Default)]
+struct FailsAtOnce {
+    beat: Option<RequestId<HeartbeatRequest>>,
+    leave: Option<RequestId<crate::protocol::messages::leave_group::LeaveGroupRequest>>,
+    outcome: Option<bool>,
+}
+
+impl Operation for FailsAtOnce {
+    type Output = ();
+
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<()> {
+        if self.beat.is_none() {
+            self.beat = Some(cx.send(Route::Broker(1), HeartbeatRequest::default()));
+        }
+        if let Some(id) = self.beat {
+            if cx.take_response(id).is_some() && self.leave.is_none() {
+                let req = crate::protocol::messages::leave_group::LeaveGroupRequest {
+                    member_id: "m".into(),
+                    ..Default::default()
+                };
+                self.leave = Some(cx.send_version(Route::Broker(1), req, 5));
+            }
+        }
+        if let Some(id) = self.leave {
+            if let Some(r) = cx.take_response(id) {
+                self.outcome = Some(r.is_ok());
+            }
+        }
+        None
+    }
+}
+
+#[test]
+fn a_request_failing_while_its_machine_is_polled_still_wakes_the_machine() {
+    let mut h = Harness::new();
+    let id = h.client.start_op(h.now, FailsAtOnce::default());
+    for _ in 0..4 {
+        serve(&mut h, ApiKey::Heartbeat);
+        h.client.handle_timeout(h.now);
+        while h.client.poll_event().is_some() {}
+    }
+    let outcome = h
+        .client
+        .command(h.now, id, |m, _| (m.leave.is_some(), m.outcome))
+        .unwrap();
+    assert_eq!(
+        outcome,
+        (true, Some(false)),
+        "the encode failure reached its owner"
+    );
+}

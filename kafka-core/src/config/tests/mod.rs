@@ -69,6 +69,16 @@ const CASES: &[(&str, &str, &str)] = &[
     ("max.poll.records", "10", "0"),
     ("isolation.level", "read_committed", "serializable"),
     ("queued.max.messages.kbytes", "1024", "0"),
+    ("group.id", "g", "a\nb"),
+    ("group.instance.id", "i", "a\nb"),
+    ("group.protocol", "consumer", "streams"),
+    ("group.remote.assignor", "range", "r\u{7}"),
+    ("session.timeout.ms", "10000", "-1"),
+    ("heartbeat.interval.ms", "1000", "-1"),
+    ("max.poll.interval.ms", "60000", "-1"),
+    ("partition.assignment.strategy", "roundrobin", "com.example.Mine"),
+    ("enable.auto.commit", "false", "maybe"),
+    ("auto.commit.interval.ms", "1000", "-1"),
 ];
 
 pub(super) fn base() -> ClientConfigBuilder {
