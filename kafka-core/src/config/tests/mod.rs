@@ -76,7 +76,11 @@ const CASES: &[(&str, &str, &str)] = &[
     ("session.timeout.ms", "10000", "-1"),
     ("heartbeat.interval.ms", "1000", "-1"),
     ("max.poll.interval.ms", "60000", "-1"),
-    ("partition.assignment.strategy", "roundrobin", "com.example.Mine"),
+    (
+        "partition.assignment.strategy",
+        "roundrobin",
+        "com.example.Mine",
+    ),
     ("enable.auto.commit", "false", "maybe"),
     ("auto.commit.interval.ms", "1000", "-1"),
 ];
