@@ -9,10 +9,10 @@ use kafka_core::config::ClientConfig;
 use kafka_core::group::GroupConsumer as CoreGroup;
 use kafka_driver::chan;
 use kafka_driver::consumer::{ConsumerKey, HubCommand};
+use kafka_driver::group::{topic_names, GroupMailbox, Listener};
 pub use kafka_driver::group::{
     CommitError, CommitHandle, Offsets, Rebalance, RebalanceListener, TopicPartition,
 };
-use kafka_driver::group::{topic_names, GroupMailbox, Listener};
 
 use crate::consumer::failed;
 use crate::driver::Msg;
@@ -89,7 +89,10 @@ impl GroupConsumer {
     /// Subscribes to exactly these topics and joins the group (replacing the previous
     /// subscription; an empty list leaves it). Rebalance events go nowhere but their
     /// acknowledgement (see [`GroupConsumer::subscribe_with`]).
-    pub fn subscribe<T: AsRef<str>>(&self, topics: impl IntoIterator<Item = T>) -> Result<(), Error> {
+    pub fn subscribe<T: AsRef<str>>(
+        &self,
+        topics: impl IntoIterator<Item = T>,
+    ) -> Result<(), Error> {
         self.listener.set(None);
         self.group.subscribe(topic_names(topics)).map_err(failed)
     }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use kafka_core::client::{OpContext, OpId};
 use kafka_core::consumer::{ConsumeError, ConsumerMetrics, ConsumerRecord};
-pub use kafka_core::group::{CommitId, GroupConsumer, GroupError, GroupEvent, TopicPartition};
+use kafka_core::group::{CommitId, GroupConsumer, GroupError, GroupEvent, TopicPartition};
 
 use crate::Driver;
 
@@ -75,7 +75,10 @@ impl GroupConsumerView<'_> {
 
     /// Commits these offsets (next offset to consume per partition); the result comes as
     /// `GroupEvent::Committed` with the returned id (`None`: not running).
-    pub fn commit(&mut self, offsets: impl IntoIterator<Item = (TopicPartition, i64)>) -> Option<CommitId> {
+    pub fn commit(
+        &mut self,
+        offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
+    ) -> Option<CommitId> {
         self.command(|g, cx| g.commit(cx, offsets))
     }
 

@@ -78,6 +78,10 @@ pub struct GroupConsumer {
     /// Positions the application reported taking ([`GroupConsumer::use_reported_positions`]):
     /// what commits of consumed positions use instead of the fetcher's.
     reported: Option<std::collections::BTreeMap<TopicPartition, i64>>,
+    /// Pending records were announced (`Notify`) and not taken since: records notify
+    /// once until the next take (an adapter whose queue is full takes later), events
+    /// every poll until taken.
+    records_announced: bool,
 }
 
 #[derive(Debug)]
@@ -108,8 +112,10 @@ impl GroupConsumer {
                 "group.protocol=consumer (KIP-848) is not implemented yet; use classic",
             ));
         }
+        let mut fetcher = Consumer::new(config);
+        fetcher.owner_notifies = true;
         Ok(GroupConsumer {
-            fetcher: Consumer::new(config),
+            fetcher,
             member: Classic::new(config)?,
             topics: BTreeSet::new(),
             owned: BTreeSet::new(),
@@ -130,6 +136,7 @@ impl GroupConsumer {
             closing: None,
             failed: false,
             reported: None,
+            records_announced: false,
         })
     }
 
@@ -324,6 +331,7 @@ impl GroupConsumer {
     /// adapters that queue records ahead of the application and report its polls with
     /// [`GroupConsumer::touch`] and [`GroupConsumer::handle_poll`].
     pub fn take_records(&mut self, out: &mut Vec<ConsumerRecord>) -> usize {
+        self.records_announced = false;
         if self.failed {
             return 0;
         }
@@ -674,9 +682,11 @@ impl Operation for GroupConsumer {
             self.finish_fetching(cx);
         }
         let _ = Operation::poll(&mut self.fetcher, cx);
-        if self.has_pending() {
+        let records = self.fetcher.has_pending();
+        if !self.events.is_empty() || (records && !self.records_announced) {
             cx.notify();
         }
+        self.records_announced |= records;
         None
     }
 

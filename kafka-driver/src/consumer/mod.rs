@@ -345,8 +345,10 @@ impl Mailbox {
     /// `timeout` for either; an empty `Vec` if none came.
     pub fn take_blocking(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>, ConsumerError> {
         let max = self.shared.max_poll;
-        self.wait_until(Instant::now() + timeout, |m, queue| m.take_locked(queue, max))
-            .unwrap_or(Ok(Vec::new()))
+        self.wait_until(Instant::now() + timeout, |m, queue| {
+            m.take_locked(queue, max)
+        })
+        .unwrap_or(Ok(Vec::new()))
     }
 
     /// Runs `step` under the queue's lock until it answers, waiting for the driver's

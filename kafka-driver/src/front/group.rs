@@ -148,7 +148,9 @@ macro_rules! async_group_methods {
             topics: impl IntoIterator<Item = T>,
         ) -> Result<(), Error> {
             self.listener.set(None);
-            self.inner.subscribe($crate::group::topic_names(topics)).map_err(failed)
+            self.inner
+                .subscribe($crate::group::topic_names(topics))
+                .map_err(failed)
         }
 
         /// Like [`GroupConsumer::subscribe`], with `listener` called on the polling task,
@@ -163,7 +165,9 @@ macro_rules! async_group_methods {
             listener: impl RebalanceListener<GroupConsumer> + 'static,
         ) -> Result<(), Error> {
             self.listener.set(Some(Box::new(listener)));
-            self.inner.subscribe($crate::group::topic_names(topics)).map_err(failed)
+            self.inner
+                .subscribe($crate::group::topic_names(topics))
+                .map_err(failed)
         }
 
         /// Leaves the group: every partition is revoked.

@@ -44,8 +44,7 @@ pub use kafka_core::group::{CommitError, GroupError, TopicPartition};
 pub use self::core::GroupCore;
 use crate::chan::{self, Receiver, RecvError};
 use crate::consumer::{
-    ConsumerError, ConsumerKey, ConsumerMetrics, ConsumerRecord, HubCommand, Mailbox, Queue,
-    Submit,
+    ConsumerError, ConsumerKey, ConsumerMetrics, ConsumerRecord, HubCommand, Mailbox, Queue, Submit,
 };
 
 /// A change of the partitions the application owns, as its listener sees it.
