@@ -48,74 +48,55 @@ fn names(partitions: &[TopicPartition]) -> impl Iterator<Item = (&str, i32)> {
     partitions.iter().map(|(t, p)| (t.as_str(), *p))
 }
 
+/// The [`FetchMachine`] methods both machines have under the same names.
+macro_rules! fetch_machine_common {
+    ($m:ident) => {
+        fn take_error(&mut self) -> Option<ConsumeError> {
+            $m::take_error(self)
+        }
+        fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
+            $m::seek(self, topic, partition, offset);
+        }
+        fn seek_to_beginning(&mut self, partitions: &[TopicPartition]) {
+            $m::seek_to_beginning(self, names(partitions));
+        }
+        fn seek_to_end(&mut self, partitions: &[TopicPartition]) {
+            $m::seek_to_end(self, names(partitions));
+        }
+        fn pause(&mut self, partitions: &[TopicPartition]) {
+            $m::pause(self, names(partitions));
+        }
+        fn resume(&mut self, partitions: &[TopicPartition]) {
+            $m::resume(self, names(partitions));
+        }
+        fn position(&self, topic: &str, partition: i32) -> Option<i64> {
+            $m::position(self, topic, partition)
+        }
+        fn metrics(&self) -> ConsumerMetrics {
+            $m::metrics(self)
+        }
+        fn close(&mut self, cx: &mut OpContext<'_>) {
+            $m::close(self, cx);
+        }
+    };
+}
+
 impl FetchMachine for Consumer {
     fn take_records(&mut self, out: &mut Vec<ConsumerRecord>) {
         self.poll(out);
     }
-    fn take_error(&mut self) -> Option<ConsumeError> {
-        Consumer::take_error(self)
-    }
     fn assign(&mut self, cx: &mut OpContext<'_>, partitions: &[TopicPartition]) {
         Consumer::assign(self, cx, names(partitions));
     }
-    fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
-        Consumer::seek(self, topic, partition, offset);
-    }
-    fn seek_to_beginning(&mut self, partitions: &[TopicPartition]) {
-        Consumer::seek_to_beginning(self, names(partitions));
-    }
-    fn seek_to_end(&mut self, partitions: &[TopicPartition]) {
-        Consumer::seek_to_end(self, names(partitions));
-    }
-    fn pause(&mut self, partitions: &[TopicPartition]) {
-        Consumer::pause(self, names(partitions));
-    }
-    fn resume(&mut self, partitions: &[TopicPartition]) {
-        Consumer::resume(self, names(partitions));
-    }
-    fn position(&self, topic: &str, partition: i32) -> Option<i64> {
-        Consumer::position(self, topic, partition)
-    }
-    fn metrics(&self) -> ConsumerMetrics {
-        Consumer::metrics(self)
-    }
-    fn close(&mut self, cx: &mut OpContext<'_>) {
-        Consumer::close(self, cx);
-    }
+    fetch_machine_common!(Consumer);
 }
 
 impl FetchMachine for GroupConsumer {
     fn take_records(&mut self, out: &mut Vec<ConsumerRecord>) {
         GroupConsumer::take_records(self, out);
     }
-    fn take_error(&mut self) -> Option<ConsumeError> {
-        GroupConsumer::take_error(self)
-    }
     fn assign(&mut self, _: &mut OpContext<'_>, _: &[TopicPartition]) {}
-    fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
-        GroupConsumer::seek(self, topic, partition, offset);
-    }
-    fn seek_to_beginning(&mut self, partitions: &[TopicPartition]) {
-        GroupConsumer::seek_to_beginning(self, names(partitions));
-    }
-    fn seek_to_end(&mut self, partitions: &[TopicPartition]) {
-        GroupConsumer::seek_to_end(self, names(partitions));
-    }
-    fn pause(&mut self, partitions: &[TopicPartition]) {
-        GroupConsumer::pause(self, names(partitions));
-    }
-    fn resume(&mut self, partitions: &[TopicPartition]) {
-        GroupConsumer::resume(self, names(partitions));
-    }
-    fn position(&self, topic: &str, partition: i32) -> Option<i64> {
-        GroupConsumer::position(self, topic, partition)
-    }
-    fn metrics(&self) -> ConsumerMetrics {
-        GroupConsumer::metrics(self)
-    }
-    fn close(&mut self, cx: &mut OpContext<'_>) {
-        GroupConsumer::close(self, cx);
-    }
+    fetch_machine_common!(GroupConsumer);
 }
 
 /// The driver side of one consumer (kept by the [`Hub`](crate::Hub)).

@@ -133,13 +133,28 @@ impl AsyncGroupConsumer {
     }
 }
 
-/// The methods of an async adapter's `GroupConsumer` (tokio, async-std), over a field
-/// `inner: AsyncGroupConsumer` and a field `listener: Arc<Listener<Self>>`, mapping
-/// errors with the adapter's `failed(ConsumerError) -> Error`. Expanded inside the
-/// adapter's `impl GroupConsumer`.
+/// An async adapter's `GroupConsumer` (tokio, async-std): the struct (with the doc
+/// comment and attributes given) over an [`AsyncGroupConsumer`] and its listener, a
+/// crate-private `GroupConsumer::over(inner)`, and every method, mapping errors with the
+/// adapter's `failed(ConsumerError) -> Error`. The adapter writes only its constructors.
 #[macro_export]
-macro_rules! async_group_methods {
-    () => {
+macro_rules! async_group_consumer {
+    ($(#[$meta:meta])*) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug)]
+        pub struct GroupConsumer {
+            inner: $crate::front::AsyncGroupConsumer,
+            listener: ::std::sync::Arc<$crate::group::Listener<GroupConsumer>>,
+        }
+
+        impl GroupConsumer {
+        fn over(inner: $crate::front::AsyncGroupConsumer) -> Self {
+            GroupConsumer {
+                inner,
+                listener: ::std::sync::Arc::default(),
+            }
+        }
+
         /// Subscribes to exactly these topics and joins the group (replacing the previous
         /// subscription; an empty list leaves it). Rebalance events go nowhere but their
         /// acknowledgement (see [`GroupConsumer::subscribe_with`]).
@@ -256,6 +271,7 @@ macro_rules! async_group_methods {
         /// [`Error::Closed`] from now on.
         pub async fn close(&self) -> Result<ConsumerMetrics, Error> {
             self.inner.consumer().close().await.map_err(failed)
+        }
         }
     };
 }
