@@ -405,3 +405,51 @@ fn taking_records_is_no_sign_of_life_and_touch_does_not_end_a_revocation() {
             .command(w.now, id, |g, cx| g.handle_poll(cx));
     }
 }
+
+#[test]
+fn pending_records_notify_once_until_the_next_take_so_a_full_driver_does_not_spin() {
+    let mut w = World::new(2, 50);
+    let a = w.add(&[("max.poll.records", "10")]);
+    w.nodes[a].polling = false;
+    let id = w.nodes[a].id;
+    // A driver whose queue is full: it takes events at every step, never records.
+    let events_only = |w: &mut World| {
+        let mut evs = Vec::new();
+        let _ = w.nodes[a].client.command(w.now, id, |g, _| {
+            while let Some(e) = g.take_event() {
+                evs.push(e);
+            }
+        });
+        w.nodes[a].events.extend(evs);
+    };
+    let end = w.now + 10 * S;
+    while w.owned(a).len() != 2 {
+        assert!(w.now < end, "no assignment");
+        w.run(Duration::from_millis(1));
+        events_only(&mut w);
+    }
+    // Let the first fetch answer arrive, then count.
+    for _ in 0..500 {
+        w.run(Duration::from_millis(1));
+        events_only(&mut w);
+    }
+    let before = w.nodes[a].notifies;
+    for _ in 0..2000 {
+        w.run(Duration::from_millis(1));
+        events_only(&mut w);
+    }
+    let idle = w.nodes[a].notifies - before;
+    assert!(idle <= 1, "{idle} notifies while records waited untaken");
+    // A take re-arms it: more records are pending after it, and they are announced.
+    let mut got = Vec::new();
+    let _ = w.nodes[a]
+        .client
+        .command(w.now, id, |g, _| g.take_records(&mut got));
+    assert!(!got.is_empty());
+    let before = w.nodes[a].notifies;
+    w.run(200 * Duration::from_millis(1));
+    assert!(
+        w.nodes[a].notifies > before,
+        "records after a take are announced"
+    );
+}
