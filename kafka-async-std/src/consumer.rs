@@ -149,9 +149,10 @@ impl Consumer {
     }
 }
 
-fn failed(e: ConsumerError) -> Error {
+pub(crate) fn failed(e: ConsumerError) -> Error {
     match e {
         ConsumerError::Consume(e) => Error::Consume(e),
+        ConsumerError::Group(e) => Error::Group(e),
         ConsumerError::Closed => Error::Closed,
         _ => Error::DriverGone,
     }

@@ -66,9 +66,15 @@ impl Consumer {
         client.submit(Box::new(move |hub, now| {
             hub.start_consumer(now, consumer, &theirs)
         }))?;
-        Ok(Consumer {
+        Ok(Consumer::over(mailbox, client))
+    }
+
+    /// The consumer over `mailbox` (its core side started on `client`'s driver); closes
+    /// it when the last clone goes.
+    pub(crate) fn over(mailbox: Mailbox, client: BlockingClient) -> Consumer {
+        Consumer {
             inner: Arc::new(Inner { mailbox, client }),
-        })
+        }
     }
 
     /// Up to `max.poll.records` records, oldest fetched first, waiting up to `timeout`
@@ -192,9 +198,10 @@ impl std::fmt::Debug for Consumer {
     }
 }
 
-fn failed(e: ConsumerError) -> Error {
+pub(crate) fn failed(e: ConsumerError) -> Error {
     match e {
         ConsumerError::Consume(e) => Error::Consume(e),
+        ConsumerError::Group(e) => Error::Group(e),
         ConsumerError::Closed => Error::Closed,
         _ => gone(),
     }

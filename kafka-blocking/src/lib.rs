@@ -27,12 +27,16 @@
 
 mod consumer;
 mod driver;
+mod group;
 mod producer;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
+pub use group::{
+    CommitError, CommitHandle, GroupConsumer, Offsets, Rebalance, RebalanceListener, TopicPartition,
+};
 use kafka_core::admin::AdminError;
 use kafka_core::client::{Client, ClientError, OpContext, Operation, RequestId};
 use kafka_core::cluster::Route;
@@ -55,7 +59,8 @@ pub enum Error {
     /// The request failed.
     #[error(transparent)]
     Request(#[from] RequestError),
-    /// No answer within the call's deadline.
+    /// No answer within the call's deadline (or a `commit_sync`'s timeout; the commit
+    /// goes on).
     #[error("timed out after {0:?}")]
     Timeout(Duration),
     /// The driver thread could not be started, or is gone.
@@ -70,6 +75,12 @@ pub enum Error {
     /// The consumer cannot go on with a partition (the others go on).
     #[error(transparent)]
     Consume(#[from] kafka_core::consumer::ConsumeError),
+    /// The group member cannot go on (the group consumer stops consuming).
+    #[error(transparent)]
+    Group(#[from] kafka_core::group::GroupError),
+    /// A commit failed (a `commit_sync`'s result).
+    #[error(transparent)]
+    Commit(kafka_core::group::CommitError),
 }
 
 /// Tells the driver thread to stop when the last handle goes.

@@ -33,8 +33,10 @@ use crate::pipe::{pipe, PipeOutlet, PipeSource, ReadBuf};
 use crate::{wall_clock, Hub, HubStats, Notice, SocketReport};
 
 mod consumer;
+mod group;
 mod producer;
 pub use consumer::AsyncConsumer;
+pub use group::AsyncGroupConsumer;
 pub use producer::AsyncProducer;
 
 /// How many socket reports may wait for the driver before readers pause.

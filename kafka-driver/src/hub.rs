@@ -8,9 +8,11 @@ use bytes::Bytes;
 use kafka_core::client::{Client, ConnId, Event, IoCommand};
 use kafka_core::conn::ConnError;
 use kafka_core::consumer::{Consumer, ConsumerMetrics};
+use kafka_core::group::GroupConsumer;
 use kafka_core::producer::{Producer, ProducerMetrics};
 
-use crate::consumer::{ConsumerCore, ConsumerKey, Mailbox};
+use crate::consumer::{ConsumerCore, ConsumerKey, ConsumerSide, Mailbox};
+use crate::group::{GroupCore, GroupMailbox};
 use crate::producer::{Outbox, ProducerCore, ProducerKey};
 use crate::wall_clock;
 
@@ -101,8 +103,9 @@ pub struct Hub<O> {
     producers: Vec<ProducerCore>,
     /// Final counters of producers that finished.
     finished_producers: HashMap<ProducerKey, ProducerMetrics>,
-    /// The running consumers feeding mailboxes (their `Notify` events go to them).
-    consumers: Vec<ConsumerCore>,
+    /// The running consumers (assign mode and groups) feeding mailboxes (their `Notify`
+    /// events go to them).
+    consumers: Vec<Box<dyn ConsumerSide>>,
     /// Final counters of consumers that finished.
     finished_consumers: HashMap<ConsumerKey, ConsumerMetrics>,
 }
@@ -304,18 +307,37 @@ impl<O: Outlet> Hub<O> {
     /// on its `Event::Notify` and `Event::OperationDone` go to its [`ConsumerCore`].
     pub fn start_consumer(&mut self, now: Instant, consumer: Consumer, mailbox: &Mailbox) {
         let core = ConsumerCore::start(&mut self.core, now, consumer, mailbox);
-        self.consumers.push(core);
+        self.consumers.push(Box::new(core));
     }
 
-    /// Runs `f` on the consumer `key` and the core; `None` if it is not running (then
-    /// its final counters are in [`Hub::finished_consumer`]).
-    pub fn consumer<T>(
+    /// Starts the core group consumer `group` for the application side `mailbox`; from
+    /// now on its `Event::Notify` and `Event::OperationDone` go to its [`GroupCore`].
+    pub fn start_group(&mut self, now: Instant, group: GroupConsumer, mailbox: &GroupMailbox) {
+        let core = GroupCore::start(&mut self.core, now, group, mailbox);
+        self.consumers.push(Box::new(core));
+    }
+
+    /// Runs `f` on the consumer `key` (either kind) and the core; `None` if it is not
+    /// running (then its final counters are in [`Hub::finished_consumer`]).
+    pub(crate) fn consumer<T>(
         &mut self,
         key: ConsumerKey,
-        f: impl FnOnce(&mut ConsumerCore, &mut Client) -> T,
+        f: impl FnOnce(&mut dyn ConsumerSide, &mut Client) -> T,
     ) -> Option<T> {
         let i = self.consumers.iter().position(|c| c.key() == key)?;
-        let out = f(&mut self.consumers[i], &mut self.core);
+        let out = f(&mut *self.consumers[i], &mut self.core);
+        self.retire_finished();
+        Some(out)
+    }
+
+    /// Runs `f` on the group consumer `key` and the core; `None` if it is not running.
+    pub fn group<T>(
+        &mut self,
+        key: ConsumerKey,
+        f: impl FnOnce(&mut GroupCore, &mut Client) -> T,
+    ) -> Option<T> {
+        let i = self.consumers.iter().position(|c| c.key() == key)?;
+        let out = f(self.consumers[i].group()?, &mut self.core);
         self.retire_finished();
         Some(out)
     }

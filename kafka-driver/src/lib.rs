@@ -18,6 +18,10 @@
 //! - [`consumer`] is the consumer surface they share: the app-side queue of fetched
 //!   records ([`Mailbox`](consumer::Mailbox)) and the driver-side
 //!   [`ConsumerCore`](consumer::ConsumerCore) that fills it from the core's consumer.
+//! - [`group`] is the group consumer surface on top of it: the app-side
+//!   [`GroupMailbox`](group::GroupMailbox) (rebalance events for the application's
+//!   listener, the positions it has taken), commit handles, and the driver-side
+//!   [`GroupCore`](group::GroupCore).
 //! - [`front`] is the async adapter written once over a small [`front::Runtime`] trait
 //!   (spawn, timer, resolve, connect, read, write): tokio and async-std supply only that.
 //!
@@ -33,6 +37,7 @@
 pub mod chan;
 pub mod consumer;
 pub mod front;
+pub mod group;
 mod hub;
 pub mod pipe;
 pub mod producer;

@@ -52,6 +52,7 @@
 mod admin;
 mod consumer;
 mod driver;
+mod group;
 mod producer;
 mod socket;
 
@@ -60,6 +61,7 @@ use std::time::Duration;
 pub use admin::Admin;
 pub use consumer::ConsumerView;
 pub use driver::Driver;
+pub use group::GroupConsumerView;
 pub use kafka_core::client::OpId;
 pub use kafka_core::client::Operation;
 /// The mio version the driver registers with (use it for the `Poll` you hand over).

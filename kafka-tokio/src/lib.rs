@@ -32,6 +32,7 @@
 //! ```
 
 mod consumer;
+mod group;
 mod producer;
 mod runtime;
 
@@ -39,6 +40,9 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
+pub use group::{
+    CommitError, CommitHandle, GroupConsumer, Offsets, Rebalance, RebalanceListener, TopicPartition,
+};
 use kafka_core::admin::AdminError;
 use kafka_core::client::{ClientError, Operation};
 use kafka_core::cluster::{Metadata, Route};
@@ -63,8 +67,9 @@ pub enum Error {
     /// The producer settings are unusable (e.g. a codec not built in).
     #[error(transparent)]
     Config(#[from] kafka_core::config::ConfigError),
-    /// No room for the record within `max.block.ms` (`buffer.memory` is used up).
-    #[error("no room for the record within max.block.ms ({0:?})")]
+    /// No room for the record within `max.block.ms` (`buffer.memory` is used up), or a
+    /// `commit_sync` not answered within its timeout (the commit goes on).
+    #[error("timed out after {0:?} (max.block.ms, or a commit_sync timeout)")]
     Timeout(Duration),
     /// The producer or consumer is closing or closed.
     #[error("closed")]
@@ -72,6 +77,12 @@ pub enum Error {
     /// The consumer cannot go on with a partition (the others go on).
     #[error(transparent)]
     Consume(#[from] kafka_core::consumer::ConsumeError),
+    /// The group member cannot go on (the group consumer stops consuming).
+    #[error(transparent)]
+    Group(#[from] kafka_core::group::GroupError),
+    /// A commit failed (a `commit_sync`'s result).
+    #[error(transparent)]
+    Commit(kafka_core::group::CommitError),
     /// The driver task is gone (its runtime shut down).
     #[error("the driver task is gone")]
     DriverGone,

@@ -175,6 +175,8 @@ pub struct ConsumerMetrics {
 
 /// The consumer machine (assign mode). See the module docs.
 pub struct Consumer {
+    /// Inside a group consumer, which decides itself when to notify.
+    pub(crate) owner_notifies: bool,
     cfg: ConsumerConfig,
     rack: String,
     request_timeout: Duration,
@@ -209,6 +211,7 @@ impl Consumer {
     pub fn new(config: &ClientConfig) -> Self {
         let cfg = config.consumer().clone();
         Consumer {
+            owner_notifies: false,
             budget: cfg.queued_max_kbytes * 1024,
             rack: config.common().client_rack.clone().unwrap_or_default(),
             request_timeout: config.common().request_timeout,
@@ -643,7 +646,7 @@ impl Operation for Consumer {
         {
             cx.wake_at(at);
         }
-        if self.has_pending() {
+        if !self.owner_notifies && self.has_pending() {
             cx.notify();
         }
         None

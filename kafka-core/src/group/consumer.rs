@@ -76,6 +76,13 @@ pub struct GroupConsumer {
     commit_timeout: Duration,
     closing: Option<Closing>,
     failed: bool,
+    /// Positions the application reported taking ([`GroupConsumer::use_reported_positions`]):
+    /// what commits of consumed positions use instead of the fetcher's.
+    reported: Option<std::collections::BTreeMap<TopicPartition, i64>>,
+    /// Pending records were announced (`Notify`) and not taken since: records notify
+    /// once until the next take (an adapter whose queue is full takes later), events
+    /// every poll until taken.
+    records_announced: bool,
 }
 
 #[derive(Debug)]
@@ -101,8 +108,10 @@ impl GroupConsumer {
     /// A group consumer for `config` (needs `group.id`).
     pub fn new(config: &ClientConfig) -> Result<Self, GroupError> {
         let g = config.group();
+        let mut fetcher = Consumer::new(config);
+        fetcher.owner_notifies = true;
         Ok(GroupConsumer {
-            fetcher: Consumer::new(config),
+            fetcher,
             member: Member::new(config)?,
             topics: BTreeSet::new(),
             owned: BTreeSet::new(),
@@ -122,6 +131,8 @@ impl GroupConsumer {
             commit_timeout: config.common().request_timeout.max(Duration::from_secs(30)) * 2,
             closing: None,
             failed: false,
+            reported: None,
+            records_announced: false,
         })
     }
 
@@ -188,9 +199,24 @@ impl GroupConsumer {
         self.events.pop_front()
     }
 
-    /// Moves a partition's position (it must be owned).
+    /// Moves a partition's position (it must be owned). With reported positions it is
+    /// the partition's consumed position too (nothing of it is consumed past it).
     pub fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
         self.fetcher.seek(topic, partition, offset);
+        let tp: TopicPartition = (topic.into(), partition);
+        if let (Some(r), true) = (&mut self.reported, self.owned.contains(&tp)) {
+            r.insert(tp, offset);
+        }
+    }
+
+    /// Moves these owned partitions' positions to the log start.
+    pub fn seek_to_beginning<'t>(&mut self, partitions: impl IntoIterator<Item = (&'t str, i32)>) {
+        self.fetcher.seek_to_beginning(partitions);
+    }
+
+    /// Moves these owned partitions' positions to the log end.
+    pub fn seek_to_end<'t>(&mut self, partitions: impl IntoIterator<Item = (&'t str, i32)>) {
+        self.fetcher.seek_to_end(partitions);
     }
 
     /// The next offset handed out for an owned partition, once known.
@@ -235,7 +261,8 @@ impl GroupConsumer {
         id
     }
 
-    /// Commits the positions of every owned partition (what `poll` has handed out).
+    /// Commits the positions of every owned partition (what `poll` has handed out, or
+    /// what the application reported with [`GroupConsumer::set_consumed`]).
     pub fn commit_consumed(&mut self, cx: &mut OpContext<'_>) -> CommitId {
         let offsets = self.consumed(self.owned.iter());
         self.commit(cx, offsets)
@@ -251,8 +278,38 @@ impl GroupConsumer {
         parts: impl Iterator<Item = &'a TopicPartition>,
     ) -> Vec<(TopicPartition, i64)> {
         parts
-            .filter_map(|tp| Some((tp.clone(), self.fetcher.position(&tp.0, tp.1)?)))
+            .filter_map(|tp| {
+                let at = match &self.reported {
+                    Some(r) => r.get(tp).copied(),
+                    None => self.fetcher.position(&tp.0, tp.1),
+                };
+                Some((tp.clone(), at?))
+            })
             .collect()
+    }
+
+    /// From now on, commits of consumed positions (automatic ones, the commit of a
+    /// revocation, close, [`GroupConsumer::commit_consumed`]) use the positions the
+    /// application reports with [`GroupConsumer::set_consumed`], not the fetcher's. For
+    /// adapters that take records ahead of the application (a queue between
+    /// [`GroupConsumer::take_records`] and the application): what was fetched is not what
+    /// was consumed. A partition with no reported position is not committed.
+    pub fn use_reported_positions(&mut self) {
+        self.reported.get_or_insert_with(Default::default);
+    }
+
+    /// The application has consumed these partitions up to these offsets (the next
+    /// offset to consume). Partitions not owned are ignored; only with
+    /// [`GroupConsumer::use_reported_positions`].
+    pub fn set_consumed(&mut self, offsets: impl IntoIterator<Item = (TopicPartition, i64)>) {
+        let Some(reported) = &mut self.reported else {
+            return;
+        };
+        for (tp, offset) in offsets {
+            if self.owned.contains(&tp) {
+                reported.insert(tp, offset);
+            }
+        }
     }
 
     /// Hands out up to `max.poll.records` records of owned partitions (appended to
@@ -261,6 +318,27 @@ impl GroupConsumer {
     /// the previous poll left them, as in Java), and the end of a pending revocation's
     /// handling.
     pub fn poll(&mut self, cx: &mut OpContext<'_>, out: &mut Vec<ConsumerRecord>) -> usize {
+        self.handle_poll(cx);
+        self.take_records(out)
+    }
+
+    /// Hands out up to `max.poll.records` records of owned partitions (appended to
+    /// `out`) and nothing else: no sign of life, no commit, no end of a revocation. For
+    /// adapters that queue records ahead of the application and report its polls with
+    /// [`GroupConsumer::touch`] and [`GroupConsumer::handle_poll`].
+    pub fn take_records(&mut self, out: &mut Vec<ConsumerRecord>) -> usize {
+        self.records_announced = false;
+        if self.failed {
+            return 0;
+        }
+        self.fetcher.poll(out)
+    }
+
+    /// The application's sign of life (`max.poll.interval.ms`; after it passed, the
+    /// member rejoins) and the moment a due automatic commit is sent. Unlike
+    /// [`GroupConsumer::handle_poll`] it does not end a pending revocation: for an
+    /// application poll that has not seen the `Revoked` event yet.
+    pub fn touch(&mut self, cx: &mut OpContext<'_>) {
         let now = cx.now();
         self.last_poll = Some(now);
         if self.poll_expired && !self.topics.is_empty() && !self.failed {
@@ -268,6 +346,16 @@ impl GroupConsumer {
             self.member
                 .request_rejoin(now, "the application polled again");
         }
+        self.auto_commit_if_due(cx);
+        self.take_commit_results();
+    }
+
+    /// The application polled having seen every event so far: [`GroupConsumer::touch`],
+    /// and the end of a pending revocation's handling (with auto-commit, the revoked
+    /// partitions' positions are committed now; they are given up once every commit
+    /// sent until now has finished). [`GroupConsumer::poll`] is this plus
+    /// [`GroupConsumer::take_records`].
+    pub fn handle_poll(&mut self, cx: &mut OpContext<'_>) {
         let first_poll = self.revoking.as_mut().filter(|r| !r.polled).map(|r| {
             r.polled = true;
             r.partitions.clone()
@@ -280,6 +368,11 @@ impl GroupConsumer {
                 .start(cx, self.member.commit_as(), offsets, self.commit_timeout);
             self.own_commits.push(id);
         }
+        self.touch(cx);
+    }
+
+    fn auto_commit_if_due(&mut self, cx: &mut OpContext<'_>) {
+        let now = cx.now();
         if self.auto_commit && self.member.is_stable() {
             let due = *self
                 .next_auto_commit
@@ -304,11 +397,6 @@ impl GroupConsumer {
                 }
             }
         }
-        self.take_commit_results();
-        if self.failed {
-            return 0;
-        }
-        self.fetcher.poll(out)
     }
 
     /// Offsets that differ from the last commit (and records them as committed).
@@ -383,6 +471,9 @@ impl GroupConsumer {
         }
         self.revoking = None;
         self.committed.clear();
+        if let Some(r) = &mut self.reported {
+            r.clear();
+        }
     }
 
     fn on_member_events(&mut self, cx: &mut OpContext<'_>) {
@@ -465,6 +556,9 @@ impl GroupConsumer {
         for tp in &r.partitions {
             self.owned.remove(tp);
             self.committed.remove(tp);
+            if let Some(reported) = &mut self.reported {
+                reported.remove(tp);
+            }
         }
         self.fetcher
             .forget(r.partitions.iter().map(|(t, p)| (&**t, *p)));
@@ -589,9 +683,11 @@ impl Operation for GroupConsumer {
             self.finish_fetching(cx);
         }
         let _ = Operation::poll(&mut self.fetcher, cx);
-        if self.has_pending() {
+        let records = self.fetcher.has_pending();
+        if !self.events.is_empty() || (records && !self.records_announced) {
             cx.notify();
         }
+        self.records_announced |= records;
         None
     }
 

@@ -1,24 +1,108 @@
 //! [`ConsumerCore`]: the driver side of one consumer. It owns the core machine's id,
 //! moves records from the core into the [`Mailbox`](super::Mailbox) queue (one
-//! `Consumer::poll` per `Client::command`, only while the queue is below
+//! `take_records` per `Client::command`, only while the queue is below
 //! `max.poll.records`), applies control calls in order and answers position queries.
+//! Generic over the machine ([`FetchMachine`]): the assign-mode [`Consumer`] or the
+//! [`GroupConsumer`].
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use kafka_core::client::{Client, OpId, OpRef};
+use kafka_core::client::{Client, OpContext, OpId, OpRef, Operation};
 use kafka_core::consumer::{ConsumeError, Consumer, ConsumerMetrics, ConsumerRecord};
+use kafka_core::group::GroupConsumer;
 
-use super::{in_list, is, ConsumerKey, Control, Mailbox, Shared};
+use super::{in_list, is, ConsumerKey, Control, Mailbox, Shared, TopicPartition};
 
 /// What a close waits for: the final counters.
 pub type CloseAnswer = Box<dyn FnOnce(ConsumerMetrics) + Send>;
 
+/// A core machine a [`ConsumerCore`] feeds a mailbox from.
+pub trait FetchMachine: Operation<Output = ConsumerMetrics> {
+    /// Records for the application (no other effect; see `GroupConsumer::take_records`).
+    fn take_records(&mut self, out: &mut Vec<ConsumerRecord>);
+    /// The next partition error.
+    fn take_error(&mut self) -> Option<ConsumeError>;
+    /// Consumes exactly these partitions (assign mode only; a group ignores it).
+    fn assign(&mut self, cx: &mut OpContext<'_>, partitions: &[TopicPartition]);
+    /// Moves a position.
+    fn seek(&mut self, topic: &str, partition: i32, offset: i64);
+    /// Moves positions to the log start.
+    fn seek_to_beginning(&mut self, partitions: &[TopicPartition]);
+    /// Moves positions to the log end.
+    fn seek_to_end(&mut self, partitions: &[TopicPartition]);
+    /// Stops handing out these partitions.
+    fn pause(&mut self, partitions: &[TopicPartition]);
+    /// Hands them out again.
+    fn resume(&mut self, partitions: &[TopicPartition]);
+    /// The machine's position of a partition.
+    fn position(&self, topic: &str, partition: i32) -> Option<i64>;
+    /// Its counters.
+    fn metrics(&self) -> ConsumerMetrics;
+    /// Starts closing.
+    fn close(&mut self, cx: &mut OpContext<'_>);
+}
+
+fn names(partitions: &[TopicPartition]) -> impl Iterator<Item = (&str, i32)> {
+    partitions.iter().map(|(t, p)| (t.as_str(), *p))
+}
+
+/// The [`FetchMachine`] methods both machines have under the same names.
+macro_rules! fetch_machine_common {
+    ($m:ident) => {
+        fn take_error(&mut self) -> Option<ConsumeError> {
+            $m::take_error(self)
+        }
+        fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
+            $m::seek(self, topic, partition, offset);
+        }
+        fn seek_to_beginning(&mut self, partitions: &[TopicPartition]) {
+            $m::seek_to_beginning(self, names(partitions));
+        }
+        fn seek_to_end(&mut self, partitions: &[TopicPartition]) {
+            $m::seek_to_end(self, names(partitions));
+        }
+        fn pause(&mut self, partitions: &[TopicPartition]) {
+            $m::pause(self, names(partitions));
+        }
+        fn resume(&mut self, partitions: &[TopicPartition]) {
+            $m::resume(self, names(partitions));
+        }
+        fn position(&self, topic: &str, partition: i32) -> Option<i64> {
+            $m::position(self, topic, partition)
+        }
+        fn metrics(&self) -> ConsumerMetrics {
+            $m::metrics(self)
+        }
+        fn close(&mut self, cx: &mut OpContext<'_>) {
+            $m::close(self, cx);
+        }
+    };
+}
+
+impl FetchMachine for Consumer {
+    fn take_records(&mut self, out: &mut Vec<ConsumerRecord>) {
+        self.poll(out);
+    }
+    fn assign(&mut self, cx: &mut OpContext<'_>, partitions: &[TopicPartition]) {
+        Consumer::assign(self, cx, names(partitions));
+    }
+    fetch_machine_common!(Consumer);
+}
+
+impl FetchMachine for GroupConsumer {
+    fn take_records(&mut self, out: &mut Vec<ConsumerRecord>) {
+        GroupConsumer::take_records(self, out);
+    }
+    fn assign(&mut self, _: &mut OpContext<'_>, _: &[TopicPartition]) {}
+    fetch_machine_common!(GroupConsumer);
+}
+
 /// The driver side of one consumer (kept by the [`Hub`](crate::Hub)).
-pub struct ConsumerCore {
+pub struct ConsumerCore<M = Consumer> {
     key: ConsumerKey,
-    id: OpId<Consumer>,
+    id: OpId<M>,
     shared: Arc<Shared>,
     /// Records taken from the core and not yet published (a control call is on its way).
     held: VecDeque<ConsumerRecord>,
@@ -27,9 +111,9 @@ pub struct ConsumerCore {
     finished: Option<ConsumerMetrics>,
 }
 
-impl ConsumerCore {
+impl<M: FetchMachine> ConsumerCore<M> {
     /// Starts `consumer` in `core` for the application side `mailbox`.
-    pub fn start(core: &mut Client, now: Instant, consumer: Consumer, mailbox: &Mailbox) -> Self {
+    pub fn start(core: &mut Client, now: Instant, consumer: M, mailbox: &Mailbox) -> Self {
         let id = core.start_op(now, consumer);
         ConsumerCore {
             key: mailbox.key(),
@@ -48,8 +132,12 @@ impl ConsumerCore {
     }
 
     /// The core machine's id.
-    pub fn id(&self) -> OpId<Consumer> {
+    pub fn id(&self) -> OpId<M> {
         self.id
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// Whether `op` is this consumer's machine.
@@ -77,7 +165,7 @@ impl ConsumerCore {
             let mut out = Vec::new();
             let errors = &mut self.held_errors;
             core.command(now, self.id, |c, _| {
-                c.poll(&mut out);
+                c.take_records(&mut out);
                 while let Some(e) = c.take_error() {
                     errors.push(e);
                 }
@@ -93,7 +181,7 @@ impl ConsumerCore {
         core.command(now, self.id, |c, cx| match control {
             Control::Assign(parts) => {
                 held.retain(|r| in_list(r, &parts));
-                c.assign(cx, parts.iter().map(|(t, p)| (t.as_str(), *p)));
+                c.assign(cx, &parts);
             }
             Control::Seek((t, p), offset) => {
                 held.retain(|r| !is(r, &t, p));
@@ -101,11 +189,11 @@ impl ConsumerCore {
             }
             Control::SeekToBeginning(parts) => {
                 held.retain(|r| !in_list(r, &parts));
-                c.seek_to_beginning(parts.iter().map(|(t, p)| (t.as_str(), *p)));
+                c.seek_to_beginning(&parts);
             }
             Control::SeekToEnd(parts) => {
                 held.retain(|r| !in_list(r, &parts));
-                c.seek_to_end(parts.iter().map(|(t, p)| (t.as_str(), *p)));
+                c.seek_to_end(&parts);
             }
             Control::Pause(parts, mut rewinds) => {
                 // Held records come after the queued ones: the queue's first offset wins.
@@ -121,9 +209,9 @@ impl ConsumerCore {
                 for ((t, p), offset) in &rewinds {
                     c.seek(t, *p, *offset);
                 }
-                c.pause(parts.iter().map(|(t, p)| (t.as_str(), *p)));
+                c.pause(&parts);
             }
-            Control::Resume(parts) => c.resume(parts.iter().map(|(t, p)| (t.as_str(), *p))),
+            Control::Resume(parts) => c.resume(&parts),
         });
         {
             let mut queue = self.shared.lock();
@@ -202,6 +290,17 @@ impl ConsumerCore {
         self.finished = Some(metrics);
     }
 
+    /// Drops the queued and held records of these partitions (revoked or lost).
+    pub(crate) fn drop_partitions(&mut self, partitions: &[kafka_core::group::TopicPartition]) {
+        let gone = |r: &ConsumerRecord| {
+            partitions
+                .iter()
+                .any(|(t, p)| r.partition == *p && r.topic == *t)
+        };
+        self.held.retain(|r| !gone(r));
+        self.shared.lock().records.retain(|r| !gone(r));
+    }
+
     /// Moves held records and errors into the queue unless a control call is on its way.
     fn publish(&mut self) {
         if self.held.is_empty() && self.held_errors.is_empty() {
@@ -222,7 +321,55 @@ impl ConsumerCore {
     }
 }
 
-impl std::fmt::Debug for ConsumerCore {
+/// What the [`Hub`](crate::Hub) asks of any consumer's driver side (an assign-mode
+/// [`ConsumerCore`] or a [`GroupCore`](crate::group::GroupCore)).
+pub(crate) trait ConsumerSide: Send {
+    fn key(&self) -> ConsumerKey;
+    fn is(&self, op: OpRef) -> bool;
+    fn finished_metrics(&self) -> Option<ConsumerMetrics>;
+    fn pump(&mut self, core: &mut Client, now: Instant);
+    fn finish(&mut self, core: &mut Client);
+    fn control(&mut self, core: &mut Client, now: Instant, control: Control);
+    fn position(&mut self, core: &mut Client, now: Instant, topic: &str, p: i32) -> Option<i64>;
+    fn metrics(&mut self, core: &mut Client, now: Instant) -> ConsumerMetrics;
+    fn close(&mut self, core: &mut Client, now: Instant, done: CloseAnswer);
+    /// The group side, for group commands.
+    fn group(&mut self) -> Option<&mut crate::group::GroupCore> {
+        None
+    }
+}
+
+impl ConsumerSide for ConsumerCore<Consumer> {
+    fn key(&self) -> ConsumerKey {
+        self.key
+    }
+    fn is(&self, op: OpRef) -> bool {
+        ConsumerCore::is(self, op)
+    }
+    fn finished_metrics(&self) -> Option<ConsumerMetrics> {
+        ConsumerCore::finished_metrics(self)
+    }
+    fn pump(&mut self, core: &mut Client, now: Instant) {
+        ConsumerCore::pump(self, core, now);
+    }
+    fn finish(&mut self, core: &mut Client) {
+        ConsumerCore::finish(self, core);
+    }
+    fn control(&mut self, core: &mut Client, now: Instant, control: Control) {
+        ConsumerCore::control(self, core, now, control);
+    }
+    fn position(&mut self, core: &mut Client, now: Instant, topic: &str, p: i32) -> Option<i64> {
+        ConsumerCore::position(self, core, now, topic, p)
+    }
+    fn metrics(&mut self, core: &mut Client, now: Instant) -> ConsumerMetrics {
+        ConsumerCore::metrics(self, core, now)
+    }
+    fn close(&mut self, core: &mut Client, now: Instant, done: CloseAnswer) {
+        ConsumerCore::close(self, core, now, done);
+    }
+}
+
+impl<M> std::fmt::Debug for ConsumerCore<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ConsumerCore")
             .field("key", &self.key)

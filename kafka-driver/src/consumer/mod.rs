@@ -37,7 +37,8 @@ use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumeError;
 pub use kafka_core::consumer::{ConsumerMetrics, ConsumerRecord};
 
-pub use self::core::{CloseAnswer, ConsumerCore};
+pub(crate) use self::core::ConsumerSide;
+pub use self::core::{CloseAnswer, ConsumerCore, FetchMachine};
 use crate::{Hub, PipeOutlet};
 
 /// Work for a driver, run on its hub (the command type of the blocking and async
@@ -60,6 +61,9 @@ pub enum ConsumerError {
     /// The driver is gone.
     #[error("the consumer's driver is gone")]
     DriverGone,
+    /// The group member cannot go on (a group consumer; sticky: every later take).
+    #[error(transparent)]
+    Group(#[from] kafka_core::group::GroupError),
 }
 
 /// Names one consumer inside a driver (its commands find its [`ConsumerCore`] by it).
@@ -113,6 +117,8 @@ pub(crate) struct Queue {
     pub(crate) parked: usize,
     /// Closed by the application, or the machine finished.
     pub(crate) closed: bool,
+    /// A group consumer's events and consumed positions (`None` in assign mode).
+    pub(crate) group: Option<crate::group::GroupQueue>,
 }
 
 /// What the app-side handles and the driver-side core share.
@@ -154,6 +160,15 @@ impl Mailbox {
     /// A mailbox for a consumer with `config`'s consumer settings; `submit` hands a
     /// command to the driver that hosts the consumer (see [`Hub::start_consumer`]).
     pub fn new(config: &ClientConfig, key: ConsumerKey, submit: Submit) -> Self {
+        Self::with_group(config, key, submit, None)
+    }
+
+    pub(crate) fn with_group(
+        config: &ClientConfig,
+        key: ConsumerKey,
+        submit: Submit,
+        group: Option<crate::group::GroupQueue>,
+    ) -> Self {
         Mailbox {
             shared: Arc::new(Shared {
                 queue: Mutex::new(Queue {
@@ -164,6 +179,7 @@ impl Mailbox {
                     wakers: Vec::new(),
                     parked: 0,
                     closed: false,
+                    group,
                 }),
                 ready: Condvar::new(),
                 max_poll: config.consumer().max_poll_records.max(1),
@@ -196,6 +212,9 @@ impl Mailbox {
 
     /// Moves a partition's position: the next record it hands out is at `offset`.
     pub fn seek(&self, topic: &str, partition: i32, offset: i64) -> Result<(), ConsumerError> {
+        if let Some(g) = &mut self.shared.lock().group {
+            g.sought(topic, partition, offset);
+        }
         let tp = (topic.to_string(), partition);
         self.control(Control::Seek(tp, offset), move |r| is(r, topic, partition))
     }
@@ -308,15 +327,8 @@ impl Mailbox {
         &self,
         waker: Option<&Waker>,
     ) -> Poll<Result<Vec<ConsumerRecord>, ConsumerError>> {
-        let mut queue = self.shared.lock();
-        if let Some(r) = self.take_locked(&mut queue, self.shared.max_poll) {
-            drop(queue);
-            return Poll::Ready(r);
-        }
-        if let Some(w) = waker {
-            register(&mut queue, w);
-        }
-        Poll::Pending
+        let max = self.shared.max_poll;
+        self.poll_with(waker, |m, queue| m.take_locked(queue, max))
     }
 
     /// Takes one record, or the next error; `Pending` (with `waker` registered) while
@@ -325,29 +337,35 @@ impl Mailbox {
         &self,
         waker: Option<&Waker>,
     ) -> Poll<Result<ConsumerRecord, ConsumerError>> {
-        let mut queue = self.shared.lock();
-        if let Some(r) = self.take_locked(&mut queue, 1) {
-            drop(queue);
-            return Poll::Ready(r.map(|mut v| v.remove(0)));
-        }
-        if let Some(w) = waker {
-            register(&mut queue, w);
-        }
-        Poll::Pending
+        self.poll_with(waker, |m, queue| m.take_locked(queue, 1))
+            .map(|r| r.map(|mut v| v.remove(0)))
     }
 
     /// Takes up to `max.poll.records` records, or the next error, waiting up to
     /// `timeout` for either; an empty `Vec` if none came.
     pub fn take_blocking(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>, ConsumerError> {
-        let deadline = Instant::now() + timeout;
+        let max = self.shared.max_poll;
+        self.wait_until(Instant::now() + timeout, |m, queue| {
+            m.take_locked(queue, max)
+        })
+        .unwrap_or(Ok(Vec::new()))
+    }
+
+    /// Runs `step` under the queue's lock until it answers, waiting for the driver's
+    /// wakes in between; `None` once `deadline` passed.
+    pub(crate) fn wait_until<T>(
+        &self,
+        deadline: Instant,
+        mut step: impl FnMut(&Self, &mut Queue) -> Option<T>,
+    ) -> Option<T> {
         let mut queue = self.shared.lock();
         loop {
-            if let Some(r) = self.take_locked(&mut queue, self.shared.max_poll) {
-                return r;
+            if let Some(r) = step(self, &mut queue) {
+                return Some(r);
             }
             let now = Instant::now();
             if now >= deadline {
-                return Ok(Vec::new());
+                return None;
             }
             queue.parked += 1;
             queue = self
@@ -360,9 +378,26 @@ impl Mailbox {
         }
     }
 
+    /// Runs `step` under the queue's lock; `Pending` (with `waker` registered) while it
+    /// has no answer.
+    pub(crate) fn poll_with<T>(
+        &self,
+        waker: Option<&Waker>,
+        step: impl FnOnce(&Self, &mut Queue) -> Option<T>,
+    ) -> Poll<T> {
+        let mut queue = self.shared.lock();
+        if let Some(r) = step(self, &mut queue) {
+            return Poll::Ready(r);
+        }
+        if let Some(w) = waker {
+            register(&mut queue, w);
+        }
+        Poll::Pending
+    }
+
     /// The next error, else up to `max` records (at least one), else `None`. Wakes the
     /// driver when the queue falls below its low-water mark.
-    fn take_locked(
+    pub(crate) fn take_locked(
         &self,
         queue: &mut Queue,
         max: usize,
@@ -378,6 +413,9 @@ impl Mailbox {
         }
         let n = max.min(queue.records.len());
         let out: Vec<ConsumerRecord> = queue.records.drain(..n).collect();
+        if let Some(g) = &mut queue.group {
+            g.took(&out);
+        }
         if queue.records.len() < self.shared.max_poll && !queue.wake_pending {
             queue.wake_pending = true;
             let key = self.key;

@@ -40,24 +40,36 @@ impl Handle {
     /// Starts `consumer` (made from `config`, the client's configuration) on the driver.
     pub fn start_consumer(&self, config: &ClientConfig, consumer: Consumer) -> AsyncConsumer {
         let key = ConsumerKey::next();
-        let commands = self.commands.clone();
-        let submit = Box::new(move |c: HubCommand| commands.push(c).is_ok());
-        let mailbox = Mailbox::new(config, key, submit);
+        let mailbox = Mailbox::new(config, key, self.submitter());
         let theirs = mailbox.clone();
         let start: Command = Box::new(move |hub, now| {
             hub.start_consumer(now, consumer, &theirs);
         });
         let _ = self.commands.push(start);
-        AsyncConsumer {
-            inner: Arc::new(Inner {
-                mailbox,
-                front: self.clone(),
-            }),
-        }
+        AsyncConsumer::over(mailbox, self.clone())
+    }
+
+    /// A submit function for a mailbox on this driver.
+    pub(crate) fn submitter(&self) -> crate::consumer::Submit {
+        let commands = self.commands.clone();
+        Box::new(move |c: HubCommand| commands.push(c).is_ok())
     }
 }
 
 impl AsyncConsumer {
+    /// The consumer over `mailbox` (its core side started on `front`'s driver); closes
+    /// it when the last clone goes.
+    pub(crate) fn over(mailbox: Mailbox, front: Handle) -> Self {
+        AsyncConsumer {
+            inner: Arc::new(Inner { mailbox, front }),
+        }
+    }
+
+    /// The timer of the front's runtime.
+    pub(crate) fn sleep(&self, at: Instant) -> super::Task {
+        (self.inner.front.sleep)(at)
+    }
+
     /// The next record, waiting as long as it takes (or the next partition error).
     pub async fn recv(&self) -> Result<ConsumerRecord, ConsumerError> {
         let mailbox = &self.inner.mailbox;

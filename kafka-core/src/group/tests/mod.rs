@@ -51,6 +51,8 @@ pub(super) struct Node {
     /// Killed: no I/O at all.
     pub(super) dead: bool,
     pub(super) done: bool,
+    /// `Event::Notify` of its machine so far.
+    pub(super) notifies: usize,
 }
 
 pub(super) struct World {
@@ -149,6 +151,7 @@ impl World {
             polling: true,
             dead: false,
             done: false,
+            notifies: 0,
         });
         self.nodes.len() - 1
     }
@@ -195,10 +198,10 @@ impl World {
                 n.events.extend(evs);
             }
             while let Some(e) = n.client.poll_event() {
-                if let crate::client::Event::OperationDone(op) = e {
-                    if n.id == op {
-                        n.done = true;
-                    }
+                match e {
+                    crate::client::Event::OperationDone(op) if n.id == op => n.done = true,
+                    crate::client::Event::Notify(op) if n.id == op => n.notifies += 1,
+                    _ => {}
                 }
             }
         }

@@ -283,3 +283,173 @@ fn a_static_member_restarted_within_the_session_timeout_keeps_its_partitions_wit
     );
     assert_eq!(w.owned(a).len(), 2);
 }
+
+/// One step of an adapter-like driver for node `i`: records are taken ahead of the
+/// application (`take_records`, no sign of life) into the node's `records`.
+fn take_ahead(w: &mut World, i: usize) {
+    let (now, id) = (w.now, w.nodes[i].id);
+    let n = &mut w.nodes[i];
+    let (mut got, mut evs) = (Vec::new(), Vec::new());
+    let _ = n.client.command(now, id, |g, _| {
+        while let Some(e) = g.take_event() {
+            evs.push(e);
+        }
+        g.take_records(&mut got);
+    });
+    for r in &got {
+        w.log.push((i, r.partition, r.offset));
+    }
+    let n = &mut w.nodes[i];
+    n.records.extend(got);
+    n.events.extend(evs);
+}
+
+/// Runs `d` of virtual time with node `i` driven by `take_ahead` (and `app` after each
+/// step, the application's side).
+fn run_ahead(w: &mut World, i: usize, d: Duration, mut app: impl FnMut(&mut World)) {
+    let end = w.now + d;
+    while w.now < end {
+        w.run(Duration::from_millis(1));
+        take_ahead(w, i);
+        app(w);
+    }
+}
+
+#[test]
+fn with_reported_positions_commits_are_what_the_application_consumed_not_what_was_fetched() {
+    let mut w = World::new(2, 50);
+    let a = w.add(&[("auto.commit.interval.ms", "500")]);
+    w.nodes[a].polling = false;
+    let id = w.nodes[a].id;
+    w.nodes[a]
+        .client
+        .command(w.now, id, |g, _| g.use_reported_positions())
+        .unwrap();
+    // The driver takes everything ahead; the application consumed 10 of partition 0
+    // and signs of life keep coming.
+    run_ahead(&mut w, a, 10 * S, |w| {
+        let id = w.nodes[a].id;
+        let _ = w.nodes[a].client.command(w.now, id, |g, cx| {
+            g.set_consumed([((TOPIC.into(), 0), 10)]);
+            g.touch(cx);
+        });
+    });
+    assert_eq!(w.nodes[a].records.len(), 100, "fetched ahead");
+    assert_eq!(w.coordinator.offsets.get(&(TOPIC.into(), 0)), Some(&10));
+    assert_eq!(w.coordinator.offsets.get(&(TOPIC.into(), 1)), None);
+    // close commits the reported positions too.
+    let _ = w.nodes[a].client.command(w.now, id, |g, cx| {
+        g.set_consumed([((TOPIC.into(), 0), 30), ((TOPIC.into(), 1), 5)]);
+        g.close(cx);
+    });
+    run_ahead(&mut w, a, 2 * S, |_| {});
+    assert!(w.nodes[a].done);
+    assert_eq!(w.coordinator.offsets.get(&(TOPIC.into(), 0)), Some(&30));
+    assert_eq!(w.coordinator.offsets.get(&(TOPIC.into(), 1)), Some(&5));
+}
+
+#[test]
+fn taking_records_is_no_sign_of_life_and_touch_does_not_end_a_revocation() {
+    let range = [("partition.assignment.strategy", "range")];
+    let mut w = World::new(4, 20);
+    let a = w.add(&range);
+    w.nodes[a].polling = false;
+    // Records taken ahead without touch: max.poll.interval.ms (20 s) passes, a leaves.
+    run_ahead(&mut w, a, 25 * S, |_| {});
+    assert!(
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Lost(ps) if ps.len() == 4)),
+        "{:?}",
+        w.nodes[a].events
+    );
+    // With touch it rejoins and stays; b joining makes a revoke (eager).
+    let touch = |w: &mut World| {
+        let id = w.nodes[a].id;
+        let _ = w.nodes[a].client.command(w.now, id, |g, cx| g.touch(cx));
+    };
+    run_ahead(&mut w, a, 5 * S, touch);
+    assert_eq!(w.owned(a).len(), 4);
+    let b = w.add(&range);
+    let revoked = |w: &World| {
+        w.nodes[a]
+            .events
+            .iter()
+            .filter(|e| matches!(e, GroupEvent::Revoked(_)))
+            .count()
+    };
+    let before = revoked(&w);
+    let end = w.now + 10 * S;
+    while revoked(&w) == before {
+        assert!(w.now < end, "no revocation");
+        w.run(Duration::from_millis(1));
+        take_ahead(&mut w, a);
+        touch(&mut w);
+    }
+    // Touches alone never hand the revoked partitions over: b gets nothing...
+    run_ahead(&mut w, a, 3 * S, touch);
+    assert!(w.owned(b).is_empty(), "b owns {:?}", w.owned(b));
+    // ... until the application's poll that saw the event.
+    let id = w.nodes[a].id;
+    let _ = w.nodes[a]
+        .client
+        .command(w.now, id, |g, cx| g.handle_poll(cx));
+    let end = w.now + 10 * S;
+    while w.owned(b).len() != 2 {
+        assert!(w.now < end, "b never got its share");
+        w.run(Duration::from_millis(1));
+        take_ahead(&mut w, a);
+        let _ = w.nodes[a]
+            .client
+            .command(w.now, id, |g, cx| g.handle_poll(cx));
+    }
+}
+
+#[test]
+fn pending_records_notify_once_until_the_next_take_so_a_full_driver_does_not_spin() {
+    let mut w = World::new(2, 50);
+    let a = w.add(&[("max.poll.records", "10")]);
+    w.nodes[a].polling = false;
+    let id = w.nodes[a].id;
+    // A driver whose queue is full: it takes events at every step, never records.
+    let events_only = |w: &mut World| {
+        let mut evs = Vec::new();
+        let _ = w.nodes[a].client.command(w.now, id, |g, _| {
+            while let Some(e) = g.take_event() {
+                evs.push(e);
+            }
+        });
+        w.nodes[a].events.extend(evs);
+    };
+    let end = w.now + 10 * S;
+    while w.owned(a).len() != 2 {
+        assert!(w.now < end, "no assignment");
+        w.run(Duration::from_millis(1));
+        events_only(&mut w);
+    }
+    // Let the first fetch answer arrive, then count.
+    for _ in 0..500 {
+        w.run(Duration::from_millis(1));
+        events_only(&mut w);
+    }
+    let before = w.nodes[a].notifies;
+    for _ in 0..2000 {
+        w.run(Duration::from_millis(1));
+        events_only(&mut w);
+    }
+    let idle = w.nodes[a].notifies - before;
+    assert!(idle <= 1, "{idle} notifies while records waited untaken");
+    // A take re-arms it: more records are pending after it, and they are announced.
+    let mut got = Vec::new();
+    let _ = w.nodes[a]
+        .client
+        .command(w.now, id, |g, _| g.take_records(&mut got));
+    assert!(!got.is_empty());
+    let before = w.nodes[a].notifies;
+    w.run(200 * Duration::from_millis(1));
+    assert!(
+        w.nodes[a].notifies > before,
+        "records after a take are announced"
+    );
+}

@@ -1,0 +1,97 @@
+//! The tokio group consumer: the shared group suite on the real broker (the listener
+//! commits with `commit_async` on revocation; its handles are awaited and checked).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kafka_core::config::ClientConfig;
+use kafka_core::consumer::ConsumerRecord;
+use kafka_tests::group_suite as suite;
+use kafka_tokio::{CommitHandle, Error, GroupConsumer, Offsets, Rebalance};
+use tokio::runtime::Runtime;
+
+struct Tokio(Arc<Runtime>);
+
+struct Member {
+    rt: Arc<Runtime>,
+    c: GroupConsumer,
+    events: Arc<Mutex<Vec<Rebalance>>>,
+    commits: Arc<Mutex<Vec<CommitHandle>>>,
+}
+
+impl suite::Adapter for Tokio {
+    type Member = Member;
+    fn member(&mut self, config: ClientConfig) -> Member {
+        let c = self
+            .0
+            .block_on(async { GroupConsumer::new(config) })
+            .expect("group consumer");
+        Member {
+            rt: self.0.clone(),
+            c,
+            events: Arc::default(),
+            commits: Arc::default(),
+        }
+    }
+}
+
+impl suite::Member for Member {
+    fn subscribe(&mut self, topic: &str) {
+        let (events, commits) = (self.events.clone(), self.commits.clone());
+        self.c
+            .subscribe_with([topic], move |c: &GroupConsumer, e: &Rebalance| {
+                events.lock().unwrap().push(e.clone());
+                if let Rebalance::Revoked(_) = e {
+                    commits
+                        .lock()
+                        .unwrap()
+                        .push(c.commit_async(Offsets::Consumed));
+                }
+            })
+            .expect("subscribe");
+    }
+    fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
+        let got = self.rt.block_on(self.c.poll(timeout)).expect("poll");
+        let handles = std::mem::take(&mut *self.commits.lock().unwrap());
+        for h in handles {
+            self.rt
+                .block_on(h)
+                .expect("commit from the revocation listener");
+        }
+        got
+    }
+    fn events(&mut self) -> Vec<Rebalance> {
+        std::mem::take(&mut *self.events.lock().unwrap())
+    }
+    fn commit_sync(&mut self, offsets: Offsets) -> Result<(), String> {
+        self.rt
+            .block_on(self.c.commit_sync(offsets, Duration::from_secs(30)))
+            .map_err(|e| e.to_string())
+    }
+    fn pause(&mut self, partitions: &[(String, i32)]) {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        self.c.pause(parts).expect("pause");
+    }
+    fn resume(&mut self, partitions: &[(String, i32)]) {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        self.c.resume(parts).expect("resume");
+    }
+    fn close(&mut self) {
+        self.rt.block_on(self.c.close()).expect("close");
+        let after = self.rt.block_on(self.c.recv());
+        assert!(matches!(after, Err(Error::Closed)), "{after:?}");
+    }
+}
+
+#[test]
+fn real_broker_two_members_rebalance_commit_and_hand_over() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("group_tokio real broker") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    suite::run(&mut Tokio(Arc::new(rt)), &bootstrap, "tokio");
+}
