@@ -889,7 +889,7 @@ impl Client {
             Owner::Op(op) => {
                 // The machine may be the one running now (a request that failed as it
                 // was sent): its outcome is kept for it all the same.
-                if self.ops.contains_key(&op) || self.polling_op == Some(op) {
+                if self.op_alive(op) {
                     self.done.insert(id, result);
                     self.wake_op(op);
                 }

@@ -454,9 +454,15 @@ impl Client {
         raw
     }
 
+    /// Whether machine `op` is running: in `ops`, or checked out being polled or
+    /// commanded right now.
+    pub(super) fn op_alive(&self, op: u64) -> bool {
+        self.ops.contains_key(&op) || self.polling_op == Some(op)
+    }
+
     /// Marks the owner of a finished request ready to be polled.
     pub(super) fn wake_op(&mut self, op: u64) {
-        if self.ops.contains_key(&op) || self.polling_op == Some(op) {
+        if self.op_alive(op) {
             self.ready_ops.insert(op);
         }
     }

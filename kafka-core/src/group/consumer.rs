@@ -61,8 +61,6 @@ pub struct GroupConsumer {
     revoking: Option<Revocation>,
     fetching: Option<Fetching>,
     commits: Commits,
-    /// Commits sent by the group consumer itself (auto-commit, close).
-    own_commits: Vec<CommitId>,
     events: VecDeque<GroupEvent>,
     member_events: Vec<MemberEvent>,
     last_poll: Option<Instant>,
@@ -118,7 +116,6 @@ impl GroupConsumer {
             revoking: None,
             fetching: None,
             commits: Commits::default(),
-            own_commits: Vec::new(),
             events: VecDeque::new(),
             member_events: Vec::new(),
             last_poll: None,
@@ -363,10 +360,8 @@ impl GroupConsumer {
         if let (Some(parts), true) = (first_poll, self.auto_commit) {
             let offsets = self.consumed(parts.iter());
             let offsets = self.changed(offsets);
-            let id = self
-                .commits
+            self.commits
                 .start(cx, self.member.commit_as(), offsets, self.commit_timeout);
-            self.own_commits.push(id);
         }
         self.touch(cx);
     }
@@ -387,13 +382,8 @@ impl GroupConsumer {
                 let offsets = self.consumed(parts);
                 let offsets = self.changed(offsets);
                 if !offsets.is_empty() {
-                    let id = self.commits.start(
-                        cx,
-                        self.member.commit_as(),
-                        offsets,
-                        self.commit_timeout,
-                    );
-                    self.own_commits.push(id);
+                    self.commits
+                        .start(cx, self.member.commit_as(), offsets, self.commit_timeout);
                 }
             }
         }
@@ -440,7 +430,6 @@ impl GroupConsumer {
             let id = self
                 .commits
                 .start(cx, self.member.commit_as(), offsets, self.commit_timeout);
-            self.own_commits.push(id);
             self.closing = Some(Closing::Committing(id, deadline));
         } else {
             self.member.leave(cx, "the consumer is closing");
@@ -450,7 +439,6 @@ impl GroupConsumer {
 
     fn take_commit_results(&mut self) {
         while let Some(done) = self.commits.done.pop_front() {
-            self.own_commits.retain(|c| *c != done.id);
             if done.result.is_err() {
                 // A failed commit leaves those positions uncommitted: allow a retry.
                 self.committed.clear();

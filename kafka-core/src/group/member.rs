@@ -60,7 +60,12 @@ enum Phase {
     Joining(RequestId<JoinGroupRequest>),
     /// The leader waits for metadata of every member's topics.
     Leading {
-        resp: Box<JoinGroupResponse>,
+        /// Every member's subscription, decoded once from the JoinGroup answer.
+        members: Vec<MemberSubscription>,
+        /// The ConsumerProtocol version each member wrote (its assignment's version).
+        versions: BTreeMap<String, i16>,
+        /// The union of their topics.
+        topics: BTreeSet<String>,
         metadata_generation: u64,
     },
     Syncing(RequestId<SyncGroupRequest>),
@@ -393,35 +398,42 @@ impl Classic {
         self.chosen = resp.protocol_name.clone();
         self.leader = resp.leader == resp.member_id;
         if resp.leader == resp.member_id && !resp.skip_assignment {
-            let generation = cx.metadata().generation();
-            let topics = self.member_topics(&resp);
+            let metadata_generation = cx.metadata().generation();
+            let mut members = Vec::new();
+            let mut versions = BTreeMap::new();
+            let mut topics = BTreeSet::new();
+            for m in resp.members {
+                let version = m
+                    .metadata
+                    .get(..2)
+                    .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]));
+                let subscription = Subscription::decode(&m.metadata).unwrap_or_default();
+                topics.extend(subscription.topics.iter().cloned());
+                versions.insert(m.member_id.clone(), version.clamp(0, SUBSCRIPTION_VERSION));
+                members.push(MemberSubscription {
+                    member_id: m.member_id,
+                    instance_id: m.group_instance_id,
+                    subscription,
+                });
+            }
             cx.request_metadata(topics.iter().cloned());
             self.phase = Phase::Leading {
-                resp: Box::new(resp),
-                metadata_generation: generation,
+                members,
+                versions,
+                topics,
+                metadata_generation,
             };
         } else {
             self.sync(cx, Vec::new());
         }
     }
 
-    fn member_topics(&self, resp: &JoinGroupResponse) -> BTreeSet<String> {
-        let mut topics = BTreeSet::new();
-        for m in &resp.members {
-            if let Ok(s) = Subscription::decode(&m.metadata) {
-                topics.extend(s.topics);
-            }
-        }
-        topics
-    }
-
     /// The leader assigns once every member's topic is in the metadata (or one refresh
     /// after the join has come back without it). Returns whether it moved on.
     fn lead(&mut self, cx: &mut OpContext<'_>, waited: u64, out: &mut Vec<MemberEvent>) -> bool {
-        let Phase::Leading { resp, .. } = &self.phase else {
+        let Phase::Leading { topics, .. } = &self.phase else {
             return false;
         };
-        let topics = self.member_topics(resp);
         let all_known = topics.iter().all(|t| {
             cx.metadata()
                 .topic(t)
@@ -430,30 +442,21 @@ impl Classic {
         if !all_known && cx.metadata().generation() == waited {
             return false;
         }
-        let Phase::Leading { resp, .. } = std::mem::replace(&mut self.phase, Phase::Idle) else {
+        let Phase::Leading {
+            members,
+            versions,
+            topics,
+            ..
+        } = std::mem::replace(&mut self.phase, Phase::Idle)
+        else {
             return false;
         };
-        let chosen = resp.protocol_name.clone().unwrap_or_default();
+        let chosen = self.chosen.clone().unwrap_or_default();
         let Some(assignor) = self.assignors.iter().find(|a| a.name() == chosen) else {
             let error = GroupError::Assign(format!("the coordinator chose {chosen}, not ours"));
             self.fail(error, out);
             return true;
         };
-        let mut members = Vec::new();
-        let mut versions = BTreeMap::new();
-        for m in &resp.members {
-            let version = m
-                .metadata
-                .get(..2)
-                .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]));
-            let subscription = Subscription::decode(&m.metadata).unwrap_or_default();
-            versions.insert(m.member_id.clone(), version.clamp(0, SUBSCRIPTION_VERSION));
-            members.push(MemberSubscription {
-                member_id: m.member_id.clone(),
-                instance_id: m.group_instance_id.clone(),
-                subscription,
-            });
-        }
         let layout = self.topic_layout(cx, &topics);
         let assignments = match assignor.assign(&layout, &members) {
             Ok(a) => a,

@@ -3,30 +3,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::{World, TOPIC};
+use super::World;
 use crate::group::GroupEvent;
 
 const S: Duration = Duration::from_secs(1);
 const KIP848: (&str, &str) = ("group.protocol", "consumer");
-
-fn disjoint(w: &World) {
-    let mut seen = BTreeMap::new();
-    for i in 0..w.nodes.len() {
-        if w.nodes[i].dead || w.nodes[i].done {
-            continue;
-        }
-        for p in w.owned(i) {
-            if let Some(other) = seen.insert(p, i) {
-                panic!("partition {p} owned by nodes {other} and {i}");
-            }
-        }
-    }
-}
-
-fn committed_all(w: &World) -> bool {
-    (0..w.partitions())
-        .all(|p| w.coordinator.offsets.get(&(TOPIC.into(), p)) == Some(&w.log_end(p)))
-}
 
 #[test]
 fn kip848_members_reconcile_revoking_before_the_new_owner_gets_a_partition() {
@@ -35,12 +16,12 @@ fn kip848_members_reconcile_revoking_before_the_new_owner_gets_a_partition() {
     w.run_until(10 * S, |w| w.owned(a).len() == 4 && w.log.len() > 20);
     let b = w.add(&[KIP848]);
     w.run_until(20 * S, |w| {
-        disjoint(w);
+        w.assert_disjoint();
         w.owned(a).len() == 2 && w.owned(b).len() == 2
     });
     w.run_until(20 * S, |w| {
-        disjoint(w);
-        committed_all(w)
+        w.assert_disjoint();
+        w.committed_all()
     });
     // a gave up two partitions (after committing them), b read them from there on:
     // every record exactly once over the group.
@@ -108,5 +89,5 @@ fn a_closing_kip848_member_leaves_with_epoch_minus_one_and_the_other_takes_over(
     w.run_until(5 * S, |w| w.owned(a).len() == 4);
     assert!(w.nodes[b].done);
     assert!(w.coordinator848.heartbeats.iter().any(|(_, e)| *e == -1));
-    assert!(committed_all(&w));
+    assert!(w.committed_all());
 }

@@ -473,16 +473,8 @@ impl World {
     }
 
     /// Partitions each live node owns now.
+    /// Partitions a node owns, as its events tell (a command would need `&mut`).
     pub(super) fn owned(&self, i: usize) -> Vec<i32> {
-        let n = &self.nodes[i];
-        let mut out = Vec::new();
-        let _ = &n.client;
-        out.extend(self.assignment_of(i));
-        out
-    }
-
-    fn assignment_of(&self, i: usize) -> Vec<i32> {
-        // Read through a borrowed command would need &mut; keep a shadow from events.
         let mut owned: BTreeSet<i32> = BTreeSet::new();
         for e in &self.nodes[i].events {
             match e {
@@ -496,6 +488,27 @@ impl World {
             }
         }
         owned.into_iter().collect()
+    }
+
+    /// Panics if two live nodes own one partition now.
+    pub(super) fn assert_disjoint(&self) {
+        let mut seen = BTreeMap::new();
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].dead || self.nodes[i].done {
+                continue;
+            }
+            for p in self.owned(i) {
+                if let Some(other) = seen.insert(p, i) {
+                    panic!("partition {p} owned by nodes {other} and {i}");
+                }
+            }
+        }
+    }
+
+    /// Whether every partition's committed offset is its log end.
+    pub(super) fn committed_all(&self) -> bool {
+        (0..self.partitions)
+            .all(|p| self.coordinator.offsets.get(&(TOPIC.into(), p)) == Some(&self.log_end(p)))
     }
 
     /// The topic's partition count.

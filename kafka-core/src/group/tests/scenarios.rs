@@ -39,26 +39,6 @@ fn assert_at_least_once(w: &World) {
     }
 }
 
-/// No partition owned by two live nodes at once (checked by the caller each step).
-fn assert_disjoint(w: &World) {
-    let mut seen = BTreeMap::new();
-    for i in 0..w.nodes.len() {
-        if w.nodes[i].dead || w.nodes[i].done {
-            continue;
-        }
-        for p in w.owned(i) {
-            if let Some(other) = seen.insert(p, i) {
-                panic!("partition {p} owned by nodes {other} and {i}");
-            }
-        }
-    }
-}
-
-fn committed_all(w: &World) -> bool {
-    (0..w.partitions())
-        .all(|p| w.coordinator.offsets.get(&(TOPIC.into(), p)) == Some(&w.log_end(p)))
-}
-
 #[test]
 fn a_single_member_joins_reads_from_the_committed_offsets_and_commits_what_it_consumed() {
     let mut w = World::new(4, 50);
@@ -67,7 +47,7 @@ fn a_single_member_joins_reads_from_the_committed_offsets_and_commits_what_it_co
     w.run_until(10 * S, |w| w.owned(a).len() == 4);
     // The join needed a member id first (KIP-394), then one generation.
     assert_eq!(w.coordinator.generation, 1);
-    w.run_until(10 * S, committed_all);
+    w.run_until(10 * S, World::committed_all);
     let got = per_partition(&w);
     assert_eq!(got[&0], (20..50).collect::<Vec<i64>>());
     for p in 1..4 {
@@ -83,14 +63,14 @@ fn eager_members_split_the_partitions_and_a_revocation_commits_before_handing_ov
     w.run_until(10 * S, |w| w.owned(a).len() == 4 && w.log.len() > 20);
     let b = w.add(&[("partition.assignment.strategy", "range")]);
     w.run_until(20 * S, |w| {
-        assert_disjoint(w);
+        w.assert_disjoint();
         w.owned(a).len() == 2 && w.owned(b).len() == 2
     });
     assert_eq!(w.owned(a), [0, 1]);
     assert_eq!(w.owned(b), [2, 3]);
     w.run_until(20 * S, |w| {
-        assert_disjoint(w);
-        committed_all(w)
+        w.assert_disjoint();
+        w.committed_all()
     });
     // The revoked partitions were committed at the revocation, so the new owner went
     // on exactly where the old one stopped: no duplicate, nothing lost.
@@ -110,7 +90,7 @@ fn cooperative_members_hand_partitions_over_in_two_rebalances_without_overlap() 
     let before = w.coordinator.rebalances;
     let b = w.add(&strategy);
     w.run_until(30 * S, |w| {
-        assert_disjoint(w);
+        w.assert_disjoint();
         w.owned(a).len() == 3 && w.owned(b).len() == 3
     });
     // Join of b (a keeps everything it may), then a's revocation's follow-up round.
@@ -130,8 +110,8 @@ fn cooperative_members_hand_partitions_over_in_two_rebalances_without_overlap() 
         .collect();
     assert_eq!(revoked, [3]);
     w.run_until(30 * S, |w| {
-        assert_disjoint(w);
-        committed_all(w)
+        w.assert_disjoint();
+        w.committed_all()
     });
     assert_exactly_once(&w);
 }
@@ -148,7 +128,7 @@ fn a_killed_member_is_expired_and_its_partitions_resume_from_the_last_commit() {
     w.kill(b);
     // After the session timeout (10 s) the coordinator rebalances; a takes over.
     w.run_until(30 * S, |w| w.owned(a).len() == 4);
-    w.run_until(30 * S, committed_all);
+    w.run_until(30 * S, World::committed_all);
     // At-least-once: nothing lost; duplicates only of b's uncommitted tail.
     assert_at_least_once(&w);
     let got = per_partition(&w);
@@ -261,7 +241,7 @@ fn closing_commits_consumed_positions_and_leaves_so_the_others_take_over_at_once
     // Well before b's session would expire (10 s), a owns everything.
     w.run_until(3 * S, |w| w.owned(a).len() == 4);
     assert!(w.nodes[b].done);
-    assert!(committed_all(&w));
+    assert!(w.committed_all());
     assert_exactly_once(&w);
 }
 
