@@ -142,6 +142,12 @@ impl RequestOptions {
         self
     }
 
+    /// Uses at most `version` (the highest both sides support below it).
+    pub fn max_version(mut self, version: i16) -> Self {
+        self.shape.max_version = Some(version);
+        self
+    }
+
     /// Waits up to `timeout` for the response once written, and up to `timeout` for a
     /// route, instead of `request.timeout.ms` (JoinGroup up to the rebalance timeout,
     /// long-poll fetches `fetch.max.wait.ms` plus the request timeout).
@@ -613,6 +619,19 @@ impl Client {
     /// NOT_COORDINATOR-like error inside a response), so the next request looks it up again.
     pub fn invalidate_coordinator(&mut self, key: &str) {
         self.coordinators.retain(|(_, k), _| k != key);
+    }
+
+    /// The cluster's finalized max level of feature `name`, as the open connection with
+    /// the newest feature epoch knows it.
+    pub fn finalized_feature(&self, name: &str) -> Option<i16> {
+        self.slots
+            .values()
+            .filter_map(|s| match &s.phase {
+                Phase::Open(c) => c.api_versions(),
+                Phase::Connecting => None,
+            })
+            .max_by_key(|t| t.finalized_epoch())
+            .and_then(|t| t.finalized_feature(name))
     }
 
     /// The next socket operation.

@@ -250,6 +250,13 @@ impl OpContext<'_> {
             .copied()
     }
 
+    /// The cluster's finalized max level of feature `name` (e.g. `transaction.version`),
+    /// from the open connection whose ApiVersions named the newest feature epoch;
+    /// `None` if no connection is open or the feature is not finalized.
+    pub fn finalized_feature(&self, name: &str) -> Option<i16> {
+        self.client.finalized_feature(name)
+    }
+
     /// The retry backoff for the `attempt`-th retry (exponential with jitter, from
     /// `retry.backoff.ms` and `retry.backoff.max.ms`).
     pub fn retry_backoff(&mut self, attempt: u32) -> Duration {

@@ -75,6 +75,12 @@ pub struct ProducerConfig {
     pub max_block: Duration,
     /// `partitioner.ignore.keys`: keyed records are spread like keyless ones.
     pub partitioner_ignore_keys: bool,
+    /// `transactional.id`: makes the producer transactional (unset by default). It
+    /// implies idempotence and must be the same across restarts of one logical producer.
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms`: how long the coordinator lets a transaction stay open
+    /// before it aborts it (default 60 s).
+    pub transaction_timeout: Duration,
 }
 
 impl Default for ProducerConfig {
@@ -93,6 +99,8 @@ impl Default for ProducerConfig {
             delivery_timeout: Duration::from_millis(120_000),
             max_block: Duration::from_millis(60_000),
             partitioner_ignore_keys: false,
+            transactional_id: None,
+            transaction_timeout: Duration::from_millis(60_000),
         }
     }
 }
@@ -104,7 +112,7 @@ impl ProducerConfig {
     pub fn idempotent(&self, common: &CommonConfig) -> bool {
         match self.enable_idempotence {
             Some(on) => on,
-            None => conflict(self, common).is_none(),
+            None => self.transactional_id.is_some() || conflict(self, common).is_none(),
         }
     }
 
@@ -122,7 +130,16 @@ impl ProducerConfig {
         let bad = |key: &str, value: &dyn ToString, why: String| {
             ConfigError::invalid(key, &value.to_string(), false, why)
         };
-        if self.enable_idempotence == Some(true) {
+        if let Some(id) = &self.transactional_id {
+            if self.enable_idempotence == Some(false) {
+                let why = "a transactional.id needs enable.idempotence=true".into();
+                return Err(bad("enable.idempotence", &"false", why));
+            }
+            if id.is_empty() {
+                return Err(bad("transactional.id", &"", "must not be empty".into()));
+            }
+        }
+        if self.enable_idempotence == Some(true) || self.transactional_id.is_some() {
             if let Some((key, value, why)) = conflict(self, common) {
                 return Err(bad(key, &value, why.into()));
             }
@@ -244,6 +261,18 @@ impl ClientConfigBuilder {
     /// `partitioner.ignore.keys` (default false).
     pub fn partitioner_ignore_keys(&mut self, ignore: bool) -> &mut Self {
         self.producer.partitioner_ignore_keys = ignore;
+        self
+    }
+
+    /// `transactional.id`: makes the producer transactional.
+    pub fn transactional_id(&mut self, id: impl Into<String>) -> &mut Self {
+        self.producer.transactional_id = Some(id.into());
+        self
+    }
+
+    /// `transaction.timeout.ms` (default 60 s).
+    pub fn transaction_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.producer.transaction_timeout = timeout;
         self
     }
 }
@@ -390,6 +419,26 @@ pub(super) const KEYS: &[KeyInfo] = &[
         secret: false,
         apply: |b, v| {
             b.producer.partitioner_ignore_keys = parse::boolean(v)?;
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "transactional.id",
+        default: None,
+        doc: "Makes the producer transactional; stable across restarts.",
+        secret: false,
+        apply: |b, v| {
+            b.producer.transactional_id = parse::opt_text(v)?;
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "transaction.timeout.ms",
+        default: Some("60000"),
+        doc: "How long the coordinator keeps a transaction open before aborting it.",
+        secret: false,
+        apply: |b, v| {
+            b.producer.transaction_timeout = parse::millis_int(v)?;
             Ok(())
         },
     },

@@ -99,6 +99,9 @@ struct Queued {
 pub struct Shape {
     /// A pinned version; else the highest common one.
     pub version: Option<i16>,
+    /// The highest version to use when none is pinned (transactions v1 keep Produce at
+    /// v11 and EndTxn at v4).
+    pub max_version: Option<i16>,
     /// How long to wait for the response once written (else `request.timeout.ms`).
     pub timeout: Option<Duration>,
     /// The broker sends no response (Produce with acks=0): the request completes with
@@ -606,7 +609,10 @@ impl Connection {
                         broker,
                     }),
                 },
-                (None, Some(t)) => t.negotiate(api),
+                (None, Some(t)) => match q.shape.max_version {
+                    Some(max) => t.negotiate_at_most(api, max),
+                    None => t.negotiate(api),
+                },
                 (_, None) => Err(RequestError::NoRoute("connection not negotiated".into())),
             };
             let version = match version {

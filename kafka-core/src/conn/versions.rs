@@ -10,6 +10,10 @@ use super::error::RequestError;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ApiVersionTable {
     ranges: Vec<(i16, VersionRange)>,
+    /// Cluster-wide finalized features `(name, max level)`, sorted by name.
+    finalized: Vec<(String, i16)>,
+    /// The epoch of `finalized` (-1: the broker named none).
+    finalized_epoch: i64,
 }
 
 impl ApiVersionTable {
@@ -22,7 +26,31 @@ impl ApiVersionTable {
             .map(|k| (k.api_key, VersionRange::new(k.min_version, k.max_version)))
             .collect();
         ranges.sort_by_key(|(k, _)| *k);
-        ApiVersionTable { ranges }
+        let mut finalized: Vec<(String, i16)> = resp
+            .finalized_features
+            .iter()
+            .map(|f| (f.name.clone(), f.max_version_level))
+            .collect();
+        finalized.sort();
+        ApiVersionTable {
+            ranges,
+            finalized,
+            finalized_epoch: resp.finalized_features_epoch,
+        }
+    }
+
+    /// The finalized (cluster-wide) max level of feature `name`, as this broker knew it
+    /// (`None`: not finalized, e.g. `transaction.version` on a cluster without it).
+    pub fn finalized_feature(&self, name: &str) -> Option<i16> {
+        self.finalized
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()
+            .map(|i| self.finalized[i].1)
+    }
+
+    /// The epoch of the finalized features (-1 if the broker sent none).
+    pub fn finalized_epoch(&self) -> i64 {
+        self.finalized_epoch
     }
 
     /// The broker's range for `api`, if it advertises it.
@@ -44,6 +72,22 @@ impl ApiVersionTable {
             .and_then(|b| b.intersect(ours))
             .map(|r| r.max)
             .ok_or(RequestError::UnsupportedVersion { api, ours, broker })
+    }
+
+    /// Like [`negotiate`](Self::negotiate), but never above `max`.
+    pub fn negotiate_at_most(&self, api: ApiKey, max: i16) -> Result<i16, RequestError> {
+        let ours = api.supported_versions();
+        let capped = VersionRange::new(ours.min, ours.max.min(max));
+        let broker = self.broker_range(api);
+        broker
+            .filter(|_| capped.min <= capped.max)
+            .and_then(|b| b.intersect(capped))
+            .map(|r| r.max)
+            .ok_or(RequestError::UnsupportedVersion {
+                api,
+                ours: capped,
+                broker,
+            })
     }
 
     /// Every advertised `(api key, range)`, sorted by key.

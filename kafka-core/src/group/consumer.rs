@@ -49,6 +49,20 @@ struct Revocation {
     then: RebalanceProtocol,
 }
 
+/// A group member's identity as a transactional producer needs it to commit offsets
+/// (Java's `ConsumerGroupMetadata`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMetadata {
+    /// `group.id`.
+    pub group_id: String,
+    /// The generation (classic) or member epoch (KIP-848); -1 outside one.
+    pub generation_id: i32,
+    /// The member id the coordinator knows this member by.
+    pub member_id: String,
+    /// `group.instance.id`, for static members.
+    pub group_instance_id: Option<String>,
+}
+
 /// A consumer in a group (`group.protocol=classic`). Drive it like [`Consumer`]:
 /// `client.start_op(now, GroupConsumer::new(&config)?)`, `subscribe` in a command, and
 /// on `Event::Notify` a command that takes events and calls `poll`.
@@ -178,6 +192,32 @@ impl GroupConsumer {
     /// The member id and generation (empty and -1 while not a member).
     pub fn generation(&self) -> (&str, i32) {
         (self.member.member_id(), self.member.generation())
+    }
+
+    /// The member's group identity, for offsets committed inside a transaction
+    /// (`send_offsets_to_transaction`, KIP-447). Outside a generation the generation is
+    /// -1 and the member id empty: the coordinator then checks neither.
+    pub fn group_metadata(&self) -> GroupMetadata {
+        match self.member.commit_as() {
+            Some(a) => GroupMetadata {
+                group_id: a.group,
+                generation_id: a.generation,
+                member_id: a.member_id,
+                group_instance_id: a.instance,
+            },
+            None => GroupMetadata {
+                group_id: self.member.group().to_string(),
+                generation_id: -1,
+                member_id: String::new(),
+                group_instance_id: self.member.instance().map(str::to_string),
+            },
+        }
+    }
+
+    /// The consumed position (the next offset to read) of every owned partition: what
+    /// a consume-transform-produce loop commits inside its transaction.
+    pub fn consumed_offsets(&self) -> Vec<(TopicPartition, i64)> {
+        self.consumed(self.owned.iter())
     }
 
     /// Whether this member computed the current generation's assignment (classic

@@ -18,7 +18,7 @@ pub mod protocol;
 #[cfg(test)]
 mod tests;
 
-pub use consumer::{GroupConsumer, GroupEvent};
+pub use consumer::{GroupConsumer, GroupEvent, GroupMetadata};
 pub use error::{CommitError, GroupError};
 pub use member::TopicPartition;
 pub use offsets::CommitId;

@@ -164,6 +164,9 @@ pub(super) struct Accumulator {
     pub(super) outstanding: BTreeMap<u64, u32>,
     /// Reports not yet taken by the application.
     pub(super) reports: VecDeque<Report>,
+    /// The first batch failure since the transaction manager last looked (a
+    /// transaction with a failed record cannot commit).
+    pub(super) first_failure: Option<ProduceError>,
 }
 
 impl Accumulator {
@@ -186,6 +189,7 @@ impl Accumulator {
             ready: BTreeSet::new(),
             outstanding: BTreeMap::new(),
             reports: VecDeque::new(),
+            first_failure: None,
         }
     }
 
@@ -389,6 +393,9 @@ impl Accumulator {
             if *pieces == 0 {
                 self.outstanding.remove(&batch.id.0);
             }
+        }
+        if let (Err(e), None) = (&outcome, &self.first_failure) {
+            self.first_failure = Some(e.clone());
         }
         let p = &self.parts[batch.part];
         let outcome = outcome.map(|d| super::Delivered {

@@ -128,6 +128,10 @@ pub enum SendError {
     /// The producer hit a fatal error; it takes no more records.
     #[error("producer failed: {0}")]
     Fatal(ProduceError),
+    /// A transactional producer takes records only inside a transaction
+    /// (`begin_transaction` first; after an abortable error, abort first).
+    #[error("transaction: {0}")]
+    Transaction(crate::producer::TxnError),
 }
 
 /// What a [`SendError::WouldBlock`] waits for.
@@ -242,6 +246,9 @@ pub enum ProduceError {
     /// The request could not be sent at all (no common API version, encoding failure).
     #[error("request failed: {0}")]
     Request(String),
+    /// The transaction was aborted before the batch was sent: it was never written.
+    #[error("transaction aborted before the batch was sent")]
+    Aborted,
     /// The producer is fenced or its id was refused: fatal, it produces no more.
     #[error("fatal producer error: {code}")]
     Fatal {

@@ -12,11 +12,15 @@ use crate::conn::RequestError;
 use crate::protocol::messages::init_producer_id::InitProducerIdRequest;
 use crate::protocol::KafkaCode;
 
+use super::txn::Class;
+
 /// Where the producer id stands.
 #[derive(Debug)]
 enum PidState {
     /// The producer is not idempotent.
     Disabled,
+    /// Transactional, waiting for `init_transactions`.
+    Idle,
     /// An id is needed: the first one, or a bump of `from`, not before `not_before`.
     Needed {
         from: Option<(i64, i16)>,
@@ -48,6 +52,9 @@ pub(super) enum Step {
 #[derive(Debug)]
 pub(super) struct Idempotence {
     state: PidState,
+    /// `transactional.id` and `transaction.timeout.ms` of a transactional producer:
+    /// InitProducerId goes to its coordinator, and only when asked for.
+    txn: Option<(String, i32)>,
     /// A bump is wanted; it starts once nothing is in flight.
     bump_wanted: bool,
     attempts: u32,
@@ -67,9 +74,57 @@ impl Idempotence {
         };
         Idempotence {
             state,
+            txn: None,
             bump_wanted: false,
             attempts: 0,
             bumps: 0,
+        }
+    }
+
+    /// A transactional producer's id state: nothing happens until [`init`](Self::init).
+    pub(super) fn transactional(id: String, timeout_ms: i32) -> Self {
+        Idempotence {
+            state: PidState::Idle,
+            txn: Some((id, timeout_ms)),
+            ..Idempotence::new(true)
+        }
+    }
+
+    /// Asks for InitProducerId now: the first id (fencing older instances of the
+    /// transactional id), or a bump of the current one.
+    pub(super) fn init(&mut self) {
+        let from = match self.state {
+            PidState::Ready { pid, epoch } => Some((pid, epoch)),
+            PidState::Needed { from, .. } | PidState::Requesting { from, .. } => from,
+            _ => None,
+        };
+        if !matches!(self.state, PidState::Requesting { .. } | PidState::Fatal) {
+            self.state = PidState::Needed {
+                from,
+                not_before: None,
+            };
+        }
+    }
+
+    /// Takes the id and epoch a coordinator handed out in EndTxn (transactions v2 bump
+    /// the epoch on every transaction); sequences restart.
+    pub(super) fn adopt(&mut self, pid: i64, epoch: i16) {
+        if !matches!(self.state, PidState::Fatal) {
+            self.state = PidState::Ready { pid, epoch };
+            self.bump_wanted = false;
+        }
+    }
+
+    /// Whether an epoch bump is wanted (a sequence cannot continue).
+    pub(super) fn bump_wanted(&self) -> bool {
+        self.bump_wanted
+    }
+
+    /// The current id and epoch, even while a bump is wanted.
+    pub(super) fn ready_id(&self) -> Option<(i64, i16)> {
+        match self.state {
+            PidState::Ready { pid, epoch } => Some((pid, epoch)),
+            _ => None,
         }
     }
 
@@ -108,7 +163,9 @@ impl Idempotence {
     /// due, and takes its answer.
     pub(super) fn step(&mut self, cx: &mut OpContext<'_>, in_flight: usize) -> Step {
         if let PidState::Ready { pid, epoch } = self.state {
-            if self.bump_wanted && in_flight == 0 {
+            // A transactional producer bumps only when its transaction manager says so
+            // (after an abort).
+            if self.bump_wanted && in_flight == 0 && self.txn.is_none() {
                 self.state = PidState::Needed {
                     from: Some((pid, epoch)),
                     not_before: None,
@@ -120,14 +177,22 @@ impl Idempotence {
                 return Step::Idle;
             }
             let (producer_id, producer_epoch) = from.unwrap_or((-1, -1));
+            let (transactional_id, transaction_timeout_ms, route) = match &self.txn {
+                Some((id, timeout)) => (
+                    Some(id.clone()),
+                    *timeout,
+                    Route::TxnCoordinator(id.clone()),
+                ),
+                None => (None, i32::MAX, Route::Any),
+            };
             let request = InitProducerIdRequest {
-                transactional_id: None,
-                transaction_timeout_ms: i32::MAX,
+                transactional_id,
+                transaction_timeout_ms,
                 producer_id,
                 producer_epoch,
                 ..Default::default()
             };
-            let id = cx.send(Route::Any, request);
+            let id = cx.send(route, request);
             self.state = PidState::Requesting { id, from };
         }
         let PidState::Requesting { id, from } = self.state else {
@@ -161,6 +226,21 @@ impl Idempotence {
                     self.bump_wanted = false;
                     self.attempts = 0;
                     Step::NewEpoch
+                } else if let Some((txn_id, _)) = &self.txn {
+                    // Transactional: fencing is final (a newer instance owns the id).
+                    match super::txn::class(code) {
+                        Class::Retry => retry(self, cx, from),
+                        Class::Refind => {
+                            let txn_id = txn_id.clone();
+                            cx.invalidate_coordinator(&txn_id);
+                            retry(self, cx, from)
+                        }
+                        _ => {
+                            tracing::error!(%code, "InitProducerId refused: producer is fatal");
+                            self.state = PidState::Fatal;
+                            Step::Fatal(code)
+                        }
+                    }
                 } else if from.is_some()
                     && (code == KafkaCode::INVALID_PRODUCER_EPOCH
                         || code == KafkaCode::PRODUCER_FENCED)

@@ -48,6 +48,7 @@ mod idempotence;
 mod metrics;
 mod partitioner;
 mod sender;
+mod txn;
 
 #[cfg(test)]
 mod tests;
@@ -59,15 +60,18 @@ pub use delivery::{
 };
 pub use metrics::ProducerMetrics;
 pub use partitioner::{murmur2, partition_for_key, Partitioner};
+pub use txn::{allowed, mermaid, Transition, TxnError, TxnOp, TxnState, TRANSITIONS};
 
 use accumulator::{Accumulator, TopicEntry, BATCH_OVERHEAD};
 use idempotence::{Idempotence, Step};
 use metrics::Metrics;
 use partitioner::{Routing, Sticky};
 use sender::{restart_sequences, Sender, SenderConfig};
+use txn::{Transactions, V1_PRODUCE_MAX};
 
 use crate::client::{Notice, OpContext, Operation};
 use crate::config::{ClientConfig, ConfigError};
+use crate::group::{GroupMetadata, TopicPartition};
 use crate::protocol::KafkaCode;
 use crate::record::{BatchOptions, NewRecord};
 
@@ -95,6 +99,8 @@ pub struct Producer {
     fatal: Option<ProduceError>,
     /// Flushing until this batch id (exclusive) is reported.
     flush_until: Option<u64>,
+    /// The transaction manager, with a `transactional.id`.
+    txn: Option<Transactions>,
 }
 
 impl std::fmt::Debug for Producer {
@@ -160,10 +166,22 @@ impl Producer {
                 e.to_string(),
             )
         })?;
+        let mut sender = Sender::new(cfg);
+        let (idem, txn) = match &p.transactional_id {
+            Some(id) => {
+                sender.set_transactional(id.clone());
+                let timeout = i32::try_from(p.transaction_timeout.as_millis()).unwrap_or(i32::MAX);
+                (
+                    Idempotence::transactional(id.clone(), timeout),
+                    Some(Transactions::new(id.clone())),
+                )
+            }
+            None => (Idempotence::new(p.idempotent(c)), None),
+        };
         Ok(Producer {
             acc: Accumulator::new(opts, p.batch_size, p.linger, p.buffer_memory),
-            sender: Sender::new(cfg),
-            idem: Idempotence::new(p.idempotent(c)),
+            sender,
+            idem,
             metrics: Metrics::default(),
             routing: Routing::new(p.partitioner_ignore_keys),
             max_request_size: p.max_request_size,
@@ -173,6 +191,7 @@ impl Producer {
             closing: false,
             fatal: None,
             flush_until: None,
+            txn,
         })
     }
 
@@ -202,6 +221,9 @@ impl Producer {
         }
         if self.closing {
             return Err(SendError::Closed);
+        }
+        if let Some(t) = &self.txn {
+            t.check_send().map_err(SendError::Transaction)?;
         }
         let size = upper_bound(record);
         let (budget, batch_size) = (self.acc.budget(), self.acc.batch_size());
@@ -236,6 +258,9 @@ impl Producer {
             headers: record.headers,
         };
         let (batch, index) = self.acc.append(cx.now(), part, &new, size)?;
+        if let Some(t) = &mut self.txn {
+            t.appended(part);
+        }
         self.metrics.records_appended += 1;
         Ok(Appended {
             batch,
@@ -263,10 +288,96 @@ impl Producer {
             .is_none_or(|(&id, _)| id >= token.0)
     }
 
-    /// Stops taking records; the machine finishes once every record is reported.
+    /// Stops taking records; the machine finishes once every record is reported. An
+    /// open transaction is aborted first.
     pub fn close(&mut self) {
         self.closing = true;
+        if let Some(t) = &mut self.txn {
+            if matches!(
+                t.state(),
+                TxnState::InTransaction | TxnState::AbortableError
+            ) {
+                let _ = t.abort(&mut self.acc, &mut self.idem);
+            }
+        }
         self.acc.seal_all();
+    }
+
+    /// Whether the producer has a `transactional.id`.
+    pub fn is_transactional(&self) -> bool {
+        self.txn.is_some()
+    }
+
+    /// The transaction state (`None` without a `transactional.id`).
+    pub fn transaction_state(&self) -> Option<TxnState> {
+        self.txn.as_ref().map(Transactions::state)
+    }
+
+    fn txn(&mut self) -> Result<&mut Transactions, TxnError> {
+        self.txn.as_mut().ok_or(TxnError::NotTransactional)
+    }
+
+    /// Starts `init_transactions`: gets the producer id and epoch of the
+    /// `transactional.id` from its coordinator, which fences every older instance and
+    /// completes (or aborts) what they left open. The result arrives through
+    /// [`take_transaction_result`](Self::take_transaction_result).
+    pub fn init_transactions(&mut self) -> Result<(), TxnError> {
+        let idem = &mut self.idem;
+        self.txn
+            .as_mut()
+            .ok_or(TxnError::NotTransactional)?
+            .init(idem)
+    }
+
+    /// Opens a transaction (local: no request). Records may be sent from now on.
+    pub fn begin_transaction(&mut self, cx: &mut OpContext<'_>) -> Result<(), TxnError> {
+        let t = self.txn.as_mut().ok_or(TxnError::NotTransactional)?;
+        t.begin(cx)?;
+        let max = (!t.v2()).then_some(V1_PRODUCE_MAX);
+        self.sender.set_produce_max(max);
+        Ok(())
+    }
+
+    /// Starts adding consumed offsets to the open transaction: they are committed for
+    /// `group` if and only if the transaction commits. `offsets` are the next offsets
+    /// to consume. The result arrives through
+    /// [`take_transaction_result`](Self::take_transaction_result).
+    pub fn send_offsets_to_transaction(
+        &mut self,
+        offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
+        group: &GroupMetadata,
+    ) -> Result<(), TxnError> {
+        let offsets = offsets
+            .into_iter()
+            .map(|((topic, partition), offset)| (topic.to_string(), partition, offset))
+            .collect();
+        self.txn()?.send_offsets(offsets, group.clone())
+    }
+
+    /// Starts committing the open transaction: every record sent in it is flushed, then
+    /// the coordinator commits. If a record failed, the result is an abortable error.
+    pub fn commit_transaction(&mut self) -> Result<(), TxnError> {
+        let acc = &mut self.acc;
+        self.txn
+            .as_mut()
+            .ok_or(TxnError::NotTransactional)?
+            .commit(acc)
+    }
+
+    /// Starts aborting the open transaction: records not yet sent are dropped (reported
+    /// [`ProduceError::Aborted`]), then the coordinator aborts the rest.
+    pub fn abort_transaction(&mut self) -> Result<(), TxnError> {
+        let (acc, idem) = (&mut self.acc, &mut self.idem);
+        self.txn
+            .as_mut()
+            .ok_or(TxnError::NotTransactional)?
+            .abort(acc, idem)
+    }
+
+    /// The result of the last transactional call that ran on (init, send offsets,
+    /// commit, abort), once it is known; the producer notifies then.
+    pub fn take_transaction_result(&mut self) -> Option<(TxnOp, Result<(), TxnError>)> {
+        self.txn.as_mut()?.take_result()
     }
 
     /// Gives up on everything unreported: unsent batches are reported
@@ -394,6 +505,15 @@ impl Producer {
     }
 
     fn become_fatal(&mut self, cx: &mut OpContext<'_>, code: KafkaCode) {
+        if let Some(t) = &mut self.txn {
+            t.fatal(
+                cx,
+                TxnError::Fatal {
+                    code: Some(code),
+                    reason: "the producer failed".into(),
+                },
+            );
+        }
         let error = ProduceError::Fatal { code };
         tracing::error!(%code, "producer failed fatally");
         self.fatal = Some(error.clone());
@@ -416,11 +536,28 @@ impl Operation for Producer {
                 self.become_fatal(cx, code);
             }
         }
+        if let (Some(t), Some(e)) = (&mut self.txn, self.acc.first_failure.take()) {
+            t.batch_failed(cx, &e);
+        }
+        let mut txn_wake = None;
         if self.fatal.is_none() {
-            match self.idem.step(cx, self.sender.in_flight()) {
+            let step = self.idem.step(cx, self.sender.in_flight());
+            if let Some(t) = &mut self.txn {
+                t.on_id_step(cx, &step);
+            }
+            match step {
                 Step::Idle => {}
                 Step::NewEpoch => restart_sequences(&mut self.acc, &mut self.metrics),
                 Step::Fatal(code) => self.become_fatal(cx, code),
+            }
+        }
+        if let (None, Some(t)) = (&self.fatal, &mut self.txn) {
+            txn_wake = t.step(cx, &self.acc, &mut self.idem, self.sender.in_flight());
+            if t.take_epoch_changed() {
+                restart_sequences(&mut self.acc, &mut self.metrics);
+            }
+            if let Some(code) = t.fatal_code() {
+                self.become_fatal(cx, code);
             }
         }
         let flushing = self.closing || self.flush_until.is_some();
@@ -445,9 +582,12 @@ impl Operation for Producer {
             .expire(now, &mut self.acc, &mut self.idem, &mut self.metrics);
         let mut backoff = None;
         if let (None, Some(pid)) = (&self.fatal, self.idem.current()) {
-            backoff = self.sender.drain(cx, &mut self.acc, pid, &mut self.metrics);
+            let gate = self.txn.as_ref().map(Transactions::gate);
+            backoff = self
+                .sender
+                .drain(cx, &mut self.acc, pid, gate, &mut self.metrics);
         }
-        for at in [linger, expiry, backoff, self.idem.deadline()]
+        for at in [linger, expiry, backoff, self.idem.deadline(), txn_wake]
             .into_iter()
             .flatten()
         {
@@ -457,7 +597,8 @@ impl Operation for Producer {
             cx.notify();
         }
         let drained = self.acc.outstanding.is_empty() && self.sender.in_flight() == 0;
-        if self.closing && drained && self.acc.reports.is_empty() {
+        let txn_idle = self.txn.as_ref().is_none_or(Transactions::idle);
+        if self.closing && drained && txn_idle && self.acc.reports.is_empty() {
             return Some(self.metrics());
         }
         None

@@ -85,6 +85,11 @@ pub(super) struct Sender {
     scratch: Vec<usize>,
     /// Scratch: batches per broker being assembled.
     building: Vec<(i32, usize, Vec<Batch>)>,
+    /// A transactional producer's `transactional.id` (its batches carry the
+    /// transactional bit and its requests the id).
+    txn_id: Option<String>,
+    /// The highest Produce version allowed (transactions v1 stop at v11).
+    produce_max: Option<i16>,
 }
 
 impl Sender {
@@ -95,7 +100,19 @@ impl Sender {
             per_node: HashMap::new(),
             scratch: Vec::new(),
             building: Vec::new(),
+            txn_id: None,
+            produce_max: None,
         }
+    }
+
+    /// Makes the batches transactional, for `id`.
+    pub(super) fn set_transactional(&mut self, id: String) {
+        self.txn_id = Some(id);
+    }
+
+    /// Caps the Produce version (`None`: the highest both sides support).
+    pub(super) fn set_produce_max(&mut self, max: Option<i16>) {
+        self.produce_max = max;
     }
 
     /// Requests in flight.
@@ -104,12 +121,14 @@ impl Sender {
     }
 
     /// Sends what can be sent now under producer id/epoch `pid`; returns the earliest
-    /// retry-backoff deadline that held a partition back.
+    /// retry-backoff deadline that held a partition back. With a `gate` (transactions),
+    /// only the partitions it marks `true` (by part index) are sent.
     pub(super) fn drain(
         &mut self,
         cx: &mut OpContext<'_>,
         acc: &mut Accumulator,
         pid: (i64, i16),
+        gate: Option<&[bool]>,
         metrics: &mut Metrics,
     ) -> Option<Instant> {
         let now = cx.now();
@@ -124,6 +143,9 @@ impl Sender {
                     acc.ready.remove(&part);
                     continue;
                 };
+                if gate.is_some_and(|g| !g.get(part).copied().unwrap_or(false)) {
+                    continue;
+                }
                 let unconfirmed = pid.0 >= 0 && !p.confirmed;
                 if !p.failed.is_empty() || ((head.attempts > 0 || unconfirmed) && p.inflight > 0) {
                     continue;
@@ -172,7 +194,7 @@ impl Sender {
                         producer_id: pid.0,
                         producer_epoch: pid.1,
                         base_sequence: seq,
-                        transactional: false,
+                        transactional: self.txn_id.is_some(),
                     };
                     // The batch was sealed by us: it is one whole v2 batch.
                     let _ = rewrite_producer_state(batch.bytes.as_mut(), &state);
@@ -232,7 +254,7 @@ impl Sender {
         metrics.bytes_sent += size as u64;
         metrics.requests_sent += 1;
         let request = ProduceRequest {
-            transactional_id: None,
+            transactional_id: self.txn_id.clone(),
             acks: self.cfg.acks.wire(),
             timeout_ms: i32::try_from(self.cfg.request_timeout.as_millis()).unwrap_or(i32::MAX),
             topic_data,
@@ -241,6 +263,9 @@ impl Sender {
         let mut opts = RequestOptions::default().no_router_retry();
         if self.cfg.acks == Acks::None {
             opts = opts.no_response();
+        }
+        if let Some(max) = self.produce_max {
+            opts = opts.max_version(max);
         }
         let id = cx.send_with(Route::Broker(node), request, opts);
         *self.per_node.entry(node).or_insert(0) += 1;
@@ -338,7 +363,8 @@ impl Sender {
                 refresh: true,
             };
         };
-        let outcome = classify(r, batch, p.acked_next, idem.enabled(), metrics);
+        let txn = self.txn_id.is_some();
+        let outcome = classify(r, batch, p.acked_next, idem.enabled(), txn, metrics);
         let leader = &r.current_leader;
         match outcome {
             Outcome::Retry {
@@ -609,6 +635,7 @@ fn classify(
     batch: &Batch,
     acked_next: i32,
     idempotent: bool,
+    transactional: bool,
     metrics: &mut Metrics,
 ) -> Outcome {
     let code = KafkaCode(r.error_code);
@@ -647,6 +674,11 @@ fn classify(
                     refresh: false,
                 }
             }
+        }
+        // In a transaction these fail the batch: the transaction must abort, and the
+        // epoch is bumped after the abort (KIP-360, KIP-588).
+        KafkaCode::UNKNOWN_PRODUCER_ID | KafkaCode::INVALID_PRODUCER_EPOCH if transactional => {
+            Outcome::Fail(broker_error(code, Some(r)))
         }
         KafkaCode::UNKNOWN_PRODUCER_ID | KafkaCode::INVALID_PRODUCER_EPOCH if idempotent => {
             Outcome::BumpThenRetry

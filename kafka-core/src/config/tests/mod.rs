@@ -61,6 +61,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("delivery.timeout.ms", "200000", "-1"),
     ("max.block.ms", "1000", "soon"),
     ("partitioner.ignore.keys", "true", "1"),
+    ("transactional.id", "tx-1", "tx\0id"),
+    ("transaction.timeout.ms", "30000", "-5"),
     ("auto.offset.reset", "earliest", "oldest"),
     ("fetch.min.bytes", "1024", "-1"),
     ("fetch.max.bytes", "1048576", "x"),
@@ -218,14 +220,9 @@ fn unknown_keys_get_a_suggestion_when_close() {
     assert!(
         matches!(err, ConfigError::UnknownKey { suggestion: Some(s), .. } if s == "request.timeout.ms")
     );
-    // Transaction keys are not supported yet; JAAS text never will be.
-    for key in ["transactional.id", "sasl.jaas.config"] {
-        let err = base().set(key, "1").unwrap_err();
-        assert!(
-            matches!(err, ConfigError::UnknownKey { .. }),
-            "{key}: {err:?}"
-        );
-    }
+    // JAAS text is never supported.
+    let err = base().set("sasl.jaas.config", "1").unwrap_err();
+    assert!(matches!(err, ConfigError::UnknownKey { .. }), "{err:?}");
     let err = base().set("totally.unrelated", "1").unwrap_err();
     assert!(matches!(
         err,
@@ -373,4 +370,32 @@ fn errors_read_well() {
         ConfigError::conflict("c").to_string(),
         "conflicting settings: c"
     );
+}
+
+#[test]
+fn a_transactional_id_implies_idempotence_and_refuses_it_off() {
+    let c = base()
+        .set("transactional.id", "tx")
+        .unwrap()
+        .build()
+        .unwrap();
+    assert!(c.producer().idempotent(c.common()));
+    assert_eq!(c.producer().transactional_id.as_deref(), Some("tx"));
+    // acks=1 would silently turn idempotence off; with a transactional id it is an error.
+    let err = base()
+        .set("transactional.id", "tx")
+        .unwrap()
+        .set("acks", "1")
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("acks"), "{err}");
+    let err = base()
+        .set("transactional.id", "tx")
+        .unwrap()
+        .set("enable.idempotence", "false")
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("enable.idempotence"), "{err}");
 }

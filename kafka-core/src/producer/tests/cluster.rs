@@ -24,7 +24,9 @@ use crate::protocol::messages::produce::response::{
 use crate::protocol::messages::produce::{ProduceRequest, ProduceResponse};
 use crate::protocol::{ApiKey, KafkaCode, Message, Uuid};
 use crate::record::{DecodeOptions, RecordBatch};
-use crate::test_support::{broker_versions, origin, parse_requests, response_frame, Seen};
+use crate::test_support::{origin, parse_requests, response_frame, Seen};
+
+use super::txn_broker::TxnBroker;
 
 pub(super) const TOPIC: &str = "t";
 pub(super) const PARTITIONS: i32 = 6;
@@ -45,6 +47,8 @@ pub(super) struct PartLog {
     pub(super) values: Vec<Bytes>,
     /// Every batch appended: `(producer id, epoch, base sequence, records, bytes)`.
     pub(super) batches: Vec<(i64, i16, i32, i32, usize)>,
+    /// The transaction of each record in `values` (`None`: not transactional).
+    pub(super) txn_of: Vec<Option<u64>>,
     producers: HashMap<i64, ProducerEntry>,
 }
 
@@ -83,7 +87,7 @@ pub(super) struct Cluster {
     open: BTreeMap<ConnId, i32>,
     connecting: Vec<(ConnId, String)>,
     held: VecDeque<(ConnId, Seen)>,
-    next_pid: i64,
+    pub(super) next_pid: i64,
     pids: HashMap<i64, i16>,
     /// Every report taken, in order.
     pub(super) reports: Vec<Report>,
@@ -94,6 +98,8 @@ pub(super) struct Cluster {
     /// `Event::Notify`s of the producer seen so far.
     pub(super) notifies: usize,
     pub(super) topic_id: Uuid,
+    /// The transaction coordinator (`txn_broker.rs`).
+    pub(super) txn: TxnBroker,
 }
 
 impl Cluster {
@@ -130,6 +136,7 @@ impl Cluster {
             metadata_requests: 0,
             notifies: 0,
             topic_id: Uuid::from_bytes([7; 16]),
+            txn: TxnBroker::default(),
         }
     }
 
@@ -258,7 +265,7 @@ impl Cluster {
         any
     }
 
-    fn reply<M: Message>(&mut self, conn: ConnId, to: &Seen, body: &M) {
+    pub(super) fn reply_to<M: Message>(&mut self, conn: ConnId, to: &Seen, body: &M) {
         let frame = response_frame(to, body, to.version());
         self.client.handle_received(self.now, conn, &frame);
     }
@@ -285,8 +292,14 @@ impl Cluster {
     }
 
     fn answer(&mut self, conn: ConnId, node: i32, seen: Seen) {
+        if self.answer_txn(conn, node, &seen) {
+            return;
+        }
         match seen.api() {
-            ApiKey::ApiVersions => self.reply(conn, &seen, &broker_versions()),
+            ApiKey::ApiVersions => {
+                let v = self.txn.api_versions();
+                self.reply_to(conn, &seen, &v);
+            }
             ApiKey::Metadata => {
                 self.metadata_requests += 1;
                 let mut m = self.metadata();
@@ -297,7 +310,7 @@ impl Cluster {
                         t.partitions.clear();
                     }
                 }
-                self.reply(conn, &seen, &m);
+                self.reply_to(conn, &seen, &m);
             }
             ApiKey::InitProducerId => {
                 let req: InitProducerIdRequest = seen.decode();
@@ -315,7 +328,7 @@ impl Cluster {
                     producer_epoch: epoch,
                     ..Default::default()
                 };
-                self.reply(conn, &seen, &resp);
+                self.reply_to(conn, &seen, &resp);
             }
             ApiKey::Produce => {
                 self.produce_requests += 1;
@@ -325,7 +338,8 @@ impl Cluster {
                     return;
                 }
                 let req: ProduceRequest = seen.decode();
-                let mut resp = self.produce(node, &req);
+                self.txn.seen.push((ApiKey::Produce, seen.version()));
+                let mut resp = self.produce(node, &req, seen.version());
                 if let Some(mangle) = self.faults.mangle {
                     mangle(&mut resp);
                 }
@@ -337,7 +351,7 @@ impl Cluster {
                     self.reset(conn);
                     return;
                 }
-                self.reply(conn, &seen, &resp);
+                self.reply_to(conn, &seen, &resp);
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -378,12 +392,13 @@ impl Cluster {
         }
     }
 
-    fn produce(&mut self, node: i32, req: &ProduceRequest) -> ProduceResponse {
+    fn produce(&mut self, node: i32, req: &ProduceRequest, version: i16) -> ProduceResponse {
         let mut responses = Vec::new();
         for t in &req.topic_data {
             let mut partition_responses = Vec::new();
             for pd in &t.partition_data {
-                let r = self.append(node, pd.index, pd.records.clone().unwrap_or_default());
+                let bytes = pd.records.clone().unwrap_or_default();
+                let r = self.append(node, pd.index, bytes, version);
                 partition_responses.push(r);
             }
             responses.push(TopicProduceResponse {
@@ -411,7 +426,13 @@ impl Cluster {
     }
 
     /// Appends one partition's batch as a broker would; the answer.
-    fn append(&mut self, node: i32, index: i32, bytes: Bytes) -> PartitionProduceResponse {
+    fn append(
+        &mut self,
+        node: i32,
+        index: i32,
+        bytes: Bytes,
+        version: i16,
+    ) -> PartitionProduceResponse {
         let answer = |code: KafkaCode, base_offset: i64| PartitionProduceResponse {
             index,
             error_code: code.0,
@@ -446,6 +467,7 @@ impl Cluster {
         let h = *batch.header();
         let count = h.records_count;
         let last_seq = h.base_sequence.wrapping_add(count - 1);
+        let mut tag = None;
         if h.producer_id >= 0 {
             let known = part.producers.contains_key(&h.producer_id);
             if !known && h.base_sequence != 0 && self.faults.unknown_producer_id {
@@ -472,6 +494,15 @@ impl Cluster {
                 .find(|(f, l, _)| *f == h.base_sequence && *l == last_seq)
             {
                 return answer(KafkaCode::DUPLICATE_SEQUENCE_NUMBER, base);
+            }
+            if batch.is_transactional() {
+                match self
+                    .txn
+                    .tag(h.producer_id, h.producer_epoch, index, version)
+                {
+                    Ok(serial) => tag = Some(serial),
+                    Err(code) => return answer(code, -1),
+                }
             }
             let expected = match entry.recent.back() {
                 Some((_, l, _)) => l.wrapping_add(1),
@@ -500,6 +531,7 @@ impl Cluster {
         for r in batch.records().expect("records") {
             let r = r.expect("record");
             part.values.push(r.value.clone().unwrap_or_default());
+            part.txn_of.push(tag);
         }
         answer(KafkaCode::NONE, base)
     }

@@ -6,6 +6,8 @@
 mod bounds;
 mod cluster;
 mod split;
+mod txn;
+mod txn_broker;
 
 use std::time::Duration;
 
