@@ -11,7 +11,7 @@ use kafka_driver::chan;
 use kafka_driver::consumer::{ConsumerKey, HubCommand};
 use kafka_driver::group::{topic_names, GroupMailbox, Listener};
 pub use kafka_driver::group::{
-    CommitError, CommitHandle, Offsets, Rebalance, RebalanceListener, TopicPartition,
+    CommitError, CommitHandle, GroupMetadata, Offsets, Rebalance, RebalanceListener, TopicPartition,
 };
 
 use crate::consumer::failed;
@@ -151,6 +151,34 @@ impl GroupConsumer {
             return Err(gone());
         }
         rx.recv_deadline(None).map_err(|_| gone())
+    }
+
+    /// The member's group identity, for `send_offsets_to_transaction` (KIP-447: a
+    /// zombie member's offsets are refused).
+    pub fn group_metadata(&self) -> Result<GroupMetadata, Error> {
+        Ok(self.transaction_offsets()?.0)
+    }
+
+    /// The member's group identity and the positions the application has taken (what
+    /// `poll` handed out), per owned partition: what a consume-transform-produce loop
+    /// sends into its transaction before committing it.
+    pub fn transaction_offsets(&self) -> Result<(GroupMetadata, Vec<(String, i32, i64)>), Error> {
+        let (tx, mut rx) = chan::channel(1);
+        let command = self.group.transaction_offsets_command(move |a| {
+            let _ = tx.push(a);
+        });
+        if !self.group.mailbox().submit(command) {
+            return Err(gone());
+        }
+        let (meta, offsets) = rx
+            .recv_deadline(None)
+            .map_err(|_| gone())?
+            .ok_or(Error::Closed)?;
+        let offsets = offsets
+            .into_iter()
+            .map(|((t, p), o)| (t.to_string(), p, o))
+            .collect();
+        Ok((meta, offsets))
     }
 
     /// The next record handed out from the partition is at `offset` (an owned

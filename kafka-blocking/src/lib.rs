@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 
 pub use consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
 pub use group::{
-    CommitError, CommitHandle, GroupConsumer, Offsets, Rebalance, RebalanceListener, TopicPartition,
+    CommitError, CommitHandle, GroupConsumer, GroupMetadata, Offsets, Rebalance, RebalanceListener,
+    TopicPartition,
 };
 use kafka_core::admin::AdminError;
 use kafka_core::client::{Client, ClientError, OpContext, Operation, RequestId};
@@ -81,6 +82,12 @@ pub enum Error {
     /// A commit failed (a `commit_sync`'s result).
     #[error(transparent)]
     Commit(kafka_core::group::CommitError),
+    /// A transactional call failed: abortable ([`TxnError::is_abortable`]: abort, then
+    /// go on) or fatal (drop the producer).
+    ///
+    /// [`TxnError::is_abortable`]: kafka_core::producer::TxnError::is_abortable
+    #[error(transparent)]
+    Transaction(#[from] kafka_core::producer::TxnError),
 }
 
 /// Tells the driver thread to stop when the last handle goes.

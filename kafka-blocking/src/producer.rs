@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_core::config::ClientConfig;
+use kafka_core::group::GroupMetadata;
 use kafka_core::producer::{ProduceError, Producer as CoreProducer, ProducerMetrics};
 use kafka_driver::chan::{self, RecvError};
 pub use kafka_driver::producer::{Delivery, Record, RecordMetadata};
-use kafka_driver::producer::{Outbox, ProducerKey, Refused};
+use kafka_driver::producer::{Outbox, ProducerKey, Refused, TxnCall};
 
 use crate::driver::Msg;
 use crate::{gone, BlockingClient, Error};
@@ -141,6 +142,68 @@ impl Producer {
             hub.producer(key, |p, core| p.abort(core, now));
         }))?;
         rx.recv_deadline(None).map_err(|_| gone())
+    }
+
+    /// Gets the producer id of the `transactional.id` from its coordinator, fencing
+    /// every older instance and ending what they left open; waits up to `timeout` (a
+    /// later call waits for the same result). Once per producer, before the first
+    /// transaction.
+    pub fn init_transactions(&self, timeout: Duration) -> Result<(), Error> {
+        self.transaction(TxnCall::Init, timeout)
+    }
+
+    /// Opens a transaction: records sent from now on belong to it.
+    pub fn begin_transaction(&self) -> Result<(), Error> {
+        self.transaction(TxnCall::Begin, Duration::from_secs(3600))
+    }
+
+    /// Adds consumed offsets to the open transaction (the next offsets to read, per
+    /// partition): they commit for `group` if and only if the transaction commits.
+    /// `group` is the consumer's [`GroupConsumer::group_metadata`](crate::GroupConsumer::group_metadata).
+    pub fn send_offsets_to_transaction<T: AsRef<str>>(
+        &self,
+        offsets: impl IntoIterator<Item = (T, i32, i64)>,
+        group: &GroupMetadata,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let offsets = offsets
+            .into_iter()
+            .map(|(t, p, o)| ((t.as_ref().into(), p), o))
+            .collect();
+        self.transaction(TxnCall::SendOffsets(offsets, group.clone()), timeout)
+    }
+
+    /// Commits the open transaction: every record sent in it is flushed first. An
+    /// [`Error::Transaction`] that is abortable means: abort, then go on. On
+    /// [`Error::Timeout`] the commit goes on; call again to wait for its result.
+    pub fn commit_transaction(&self, timeout: Duration) -> Result<(), Error> {
+        self.transaction(TxnCall::Commit, timeout)
+    }
+
+    /// Aborts the open transaction: records not yet sent are dropped
+    /// ([`ProduceError::Aborted`]), the rest are never visible to `read_committed`
+    /// consumers.
+    pub fn abort_transaction(&self, timeout: Duration) -> Result<(), Error> {
+        self.transaction(TxnCall::Abort, timeout)
+    }
+
+    fn transaction(&self, call: TxnCall, timeout: Duration) -> Result<(), Error> {
+        let key = self.inner.outbox.key();
+        let (tx, mut rx) = chan::channel(1);
+        self.inner.client.submit(Box::new(move |hub, now| {
+            let tx2 = tx.clone();
+            if hub
+                .producer(key, |p, core| p.transaction(core, now, call, tx2))
+                .is_none()
+            {
+                let _ = tx.push(Err(kafka_core::producer::TxnError::Closed));
+            }
+        }))?;
+        match rx.recv_deadline(Some(Instant::now() + timeout)) {
+            Ok(r) => r.map_err(Error::Transaction),
+            Err(RecvError::Disconnected) => Err(gone()),
+            Err(RecvError::Timeout) => Err(Error::Timeout(timeout)),
+        }
     }
 
     /// A snapshot of the core producer's counters.

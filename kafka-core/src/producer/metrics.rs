@@ -91,4 +91,11 @@ pub struct ProducerMetrics {
     pub batches_outstanding: usize,
     /// Epoch bumps and producer id renewals.
     pub epoch_bumps: u64,
+    /// Transactions committed (EndTxn answered, or nothing to end).
+    pub transactions_committed: u64,
+    /// Transactions aborted.
+    pub transactions_aborted: u64,
+    /// The transaction protocol of the last transaction begun: 2 (KIP-890), 1, or 0
+    /// (not transactional, or none begun).
+    pub transaction_version: i16,
 }

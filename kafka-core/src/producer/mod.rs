@@ -430,6 +430,9 @@ impl Producer {
             buffer_limit: self.acc.budget(),
             batches_outstanding: self.acc.outstanding.len(),
             epoch_bumps: self.idem.bumps,
+            transactions_committed: self.txn.as_ref().map_or(0, |t| t.ended.0),
+            transactions_aborted: self.txn.as_ref().map_or(0, |t| t.ended.1),
+            transaction_version: self.txn.as_ref().map_or(0, Transactions::version),
         }
     }
 

@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use kafka_core::client::{Client, OpRef};
 use kafka_core::consumer::ConsumerMetrics;
-use kafka_core::group::{CommitError, CommitId, GroupConsumer, GroupEvent, TopicPartition};
+use kafka_core::group::{
+    CommitError, CommitId, GroupConsumer, GroupEvent, GroupMetadata, TopicPartition,
+};
 
 use super::{GroupMailbox, Offsets, Rebalance};
 use crate::chan::Sender;
@@ -47,6 +49,20 @@ impl GroupCore {
     pub fn assignment(&mut self, core: &mut Client, now: Instant) -> Vec<TopicPartition> {
         core.command(now, self.inner.id(), |g, _| g.assignment())
             .unwrap_or_default()
+    }
+
+    /// The member's group identity and the positions the application has taken: what a
+    /// consume-transform-produce loop sends into its transaction. `None` once closed.
+    pub fn transaction_offsets(
+        &mut self,
+        core: &mut Client,
+        now: Instant,
+    ) -> Option<(GroupMetadata, Vec<(TopicPartition, i64)>)> {
+        let taken = self.with_queue(|g| g.taken());
+        core.command(now, self.inner.id(), |g, _| {
+            g.set_consumed(taken);
+            (g.group_metadata(), g.consumed_offsets())
+        })
     }
 
     /// Subscribes to exactly `topics`.

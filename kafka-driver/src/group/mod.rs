@@ -39,7 +39,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use kafka_core::config::ClientConfig;
-pub use kafka_core::group::{CommitError, GroupError, TopicPartition};
+pub use kafka_core::group::{CommitError, GroupError, GroupMetadata, TopicPartition};
+
+/// A group member's identity and the positions its application has taken, for
+/// `send_offsets_to_transaction`.
+pub type TransactionOffsets = (GroupMetadata, Vec<(TopicPartition, i64)>);
 
 pub use self::core::GroupCore;
 use crate::chan::{self, Receiver, RecvError};
@@ -340,6 +344,19 @@ impl GroupMailbox {
         Box::new(move |hub, now| {
             let got = hub.group(key, |g, core| g.assignment(core, now));
             answer(got.unwrap_or_default());
+        })
+    }
+
+    /// The command that answers with the member's group identity and the positions the
+    /// application has taken (`None` once the consumer is closed).
+    pub fn transaction_offsets_command(
+        &self,
+        answer: impl FnOnce(Option<TransactionOffsets>) + Send + 'static,
+    ) -> HubCommand {
+        let key = self.mailbox.key();
+        Box::new(move |hub, now| {
+            let got = hub.group(key, |g, core| g.transaction_offsets(core, now));
+            answer(got.flatten());
         })
     }
 

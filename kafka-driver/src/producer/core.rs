@@ -8,9 +8,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
-use kafka_core::client::{Client, OpId, OpRef};
+use kafka_core::client::{Client, OpContext, OpId, OpRef};
+use kafka_core::group::{GroupMetadata, TopicPartition};
 use kafka_core::producer::{
-    Blocked, FlushToken, ProduceError, Producer, ProducerMetrics, ProducerRecord, Report, SendError,
+    Blocked, FlushToken, ProduceError, Producer, ProducerMetrics, ProducerRecord, Report,
+    SendError, TxnError, TxnOp,
 };
 use kafka_core::protocol::KafkaCode;
 use kafka_core::record::NewHeader;
@@ -64,6 +66,48 @@ struct FlushWaiter {
     done: Sender<()>,
 }
 
+/// A transactional call of the application's, run on the driver in order with the
+/// records staged before it.
+#[derive(Debug)]
+pub enum TxnCall {
+    /// `init_transactions`.
+    Init,
+    /// `begin_transaction`.
+    Begin,
+    /// `send_offsets_to_transaction`.
+    SendOffsets(Vec<(TopicPartition, i64)>, GroupMetadata),
+    /// `commit_transaction`: after every record staged before it is in the core.
+    Commit,
+    /// `abort_transaction`: records staged but not yet in the core are dropped
+    /// ([`ProduceError::Aborted`]).
+    Abort,
+}
+
+impl TxnCall {
+    fn op(&self) -> Option<TxnOp> {
+        match self {
+            TxnCall::Init => Some(TxnOp::Init),
+            TxnCall::Begin => None,
+            TxnCall::SendOffsets(..) => Some(TxnOp::SendOffsets),
+            TxnCall::Commit => Some(TxnOp::Commit),
+            TxnCall::Abort => Some(TxnOp::Abort),
+        }
+    }
+
+    fn run(self, p: &mut Producer, cx: &mut OpContext<'_>) -> Result<(), TxnError> {
+        match self {
+            TxnCall::Init => p.init_transactions(),
+            TxnCall::Begin => p.begin_transaction(cx),
+            TxnCall::SendOffsets(offsets, group) => p.send_offsets_to_transaction(offsets, &group),
+            TxnCall::Commit => p.commit_transaction(),
+            TxnCall::Abort => p.abort_transaction(),
+        }
+    }
+}
+
+/// Where a transactional call's result goes.
+pub type TxnDone = Sender<Result<(), TxnError>>;
+
 /// The driver side of one producer (kept by the [`Hub`](crate::Hub)).
 pub struct ProducerCore {
     key: ProducerKey,
@@ -88,6 +132,11 @@ pub struct ProducerCore {
     /// Why the backlog's head waits (for logs and tests).
     blocked: Option<Blocked>,
     reports: Vec<Report>,
+    /// Transactional calls not started yet, in order.
+    txn_calls: VecDeque<(TxnCall, TxnDone)>,
+    /// The call the core runs, and who waits for its result (a call repeated after a
+    /// caller's timeout joins the same wait).
+    txn_waiting: Option<(TxnOp, Vec<TxnDone>)>,
 }
 
 impl ProducerCore {
@@ -110,6 +159,60 @@ impl ProducerCore {
             finished: None,
             blocked: None,
             reports: Vec::new(),
+            txn_calls: VecDeque::new(),
+            txn_waiting: None,
+        }
+    }
+
+    /// Runs a transactional call once the records staged before it are in the core;
+    /// `done` gets its result.
+    pub fn transaction(&mut self, core: &mut Client, now: Instant, call: TxnCall, done: TxnDone) {
+        if self.finished.is_some() {
+            let _ = done.push(Err(TxnError::Closed));
+            return;
+        }
+        self.txn_calls.push_back((call, done));
+        self.pump(core, now);
+    }
+
+    /// Starts the calls that may start and hands out results (inside the core command).
+    fn run_transactions(&mut self, p: &mut Producer, cx: &mut OpContext<'_>) {
+        loop {
+            if let Some((op, r)) = p.take_transaction_result() {
+                if let Some((_, waiters)) = self.txn_waiting.take_if(|(w, _)| *w == op) {
+                    for w in waiters {
+                        let _ = w.push(r.clone());
+                    }
+                }
+                continue;
+            }
+            let Some((call, _)) = self.txn_calls.front() else {
+                return;
+            };
+            let op = call.op();
+            if let (Some((waiting, waiters)), Some(op)) = (&mut self.txn_waiting, op) {
+                if *waiting == op {
+                    let (_, done) = self.txn_calls.pop_front().expect("front");
+                    waiters.push(done);
+                    continue;
+                }
+            }
+            if self.txn_waiting.is_some() {
+                return;
+            }
+            if matches!(call, TxnCall::Abort) {
+                self.fail_backlog_with(ProduceError::Aborted);
+            } else if !self.backlog.is_empty() {
+                // Records staged before the call go in first.
+                return;
+            }
+            let (call, done) = self.txn_calls.pop_front().expect("front");
+            match (call.run(p, cx), op) {
+                (Ok(()), Some(op)) => self.txn_waiting = Some((op, vec![done])),
+                (r, _) => {
+                    let _ = done.push(r);
+                }
+            }
         }
     }
 
@@ -226,6 +329,9 @@ impl ProducerCore {
                     }
                 }
             }
+            if !self.txn_calls.is_empty() || self.txn_waiting.is_some() {
+                self.run_transactions(p, cx);
+            }
             if self.closing && !self.close_sent && self.backlog.is_empty() {
                 self.close_sent = true;
                 p.close();
@@ -330,6 +436,10 @@ impl ProducerCore {
         for c in self.closes.drain(..) {
             let _ = c.push(metrics.clone());
         }
+        let waiting = self.txn_waiting.take().into_iter().flat_map(|(_, w)| w);
+        for done in waiting.chain(self.txn_calls.drain(..).map(|(_, d)| d)) {
+            let _ = done.push(Err(TxnError::Closed));
+        }
         self.finished = Some(metrics);
     }
 
@@ -356,13 +466,17 @@ impl ProducerCore {
     }
 
     fn fail_backlog(&mut self) {
+        self.fail_backlog_with(ProduceError::Closed {
+            possibly_delivered: false,
+        });
+    }
+
+    fn fail_backlog_with(&mut self, error: ProduceError) {
         let mut freed = 0;
         for staged in self.backlog.drain(..) {
             self.taken += 1;
             freed += staged.size;
-            staged.sink.complete(Err(ProduceError::Closed {
-                possibly_delivered: false,
-            }));
+            staged.sink.complete(Err(error.clone()));
         }
         self.takes.clear();
         self.shared.release(freed);

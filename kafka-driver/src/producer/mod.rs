@@ -36,7 +36,7 @@ use bytes::Bytes;
 use kafka_core::config::ClientConfig;
 use kafka_core::producer::ProduceError;
 
-pub use self::core::ProducerCore;
+pub use self::core::{ProducerCore, TxnCall, TxnDone};
 pub use delivery::{Delivery, RecordMetadata};
 use delivery::{Sink, Slots};
 

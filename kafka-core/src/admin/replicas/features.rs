@@ -225,8 +225,9 @@ impl UpdateFeatures {
                 .map(|(name, update)| FeatureUpdateKey {
                     feature: name.clone(),
                     max_version_level: update.max_version_level,
-                    // Version 0 only knows "downgrade allowed".
-                    allow_downgrade: update.upgrade_type != UpgradeType::Upgrade,
+                    // v1+ carries the type. AllowDowngrade is v0's only field for it and
+                    // may not be set in a v1+ request, so v0-only brokers (before 3.3)
+                    // get upgrades only.
                     upgrade_type: update.upgrade_type.code(),
                     ..Default::default()
                 })
@@ -351,7 +352,7 @@ mod tests {
         assert!(matches!(delete.check(), Err(AdminError::Invalid(_))));
         let req = update(&["f"]).validate_only(true).request(10);
         let key = &req.feature_updates[0];
-        assert_eq!((key.upgrade_type, key.allow_downgrade), (2, true));
+        assert_eq!((key.upgrade_type, key.allow_downgrade), (2, false));
         assert!(req.validate_only);
     }
 

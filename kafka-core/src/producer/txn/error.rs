@@ -11,6 +11,9 @@ pub enum TxnError {
     /// The producer has no `transactional.id`.
     #[error("the producer is not transactional (no transactional.id)")]
     NotTransactional,
+    /// The producer is closed (an adapter's call after close).
+    #[error("the producer is closed")]
+    Closed,
     /// The call is not allowed in the current state (e.g. `commit` before `begin`, or
     /// a second operation while one is still under way).
     #[error("cannot {op} in state {state}")]

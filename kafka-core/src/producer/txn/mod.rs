@@ -109,6 +109,10 @@ pub(super) struct Transactions {
     bump_after_abort: bool,
     /// EndTxn handed out a new epoch: sequences restart (taken by the producer).
     epoch_changed: bool,
+    /// Transactions ended: (committed, aborted).
+    pub(super) ended: (u64, u64),
+    /// A transaction was begun (the protocol version is known).
+    begun: bool,
 }
 
 impl Transactions {
@@ -131,6 +135,17 @@ impl Transactions {
             error: None,
             bump_after_abort: false,
             epoch_changed: false,
+            ended: (0, 0),
+            begun: false,
+        }
+    }
+
+    /// The protocol of the last transaction begun (0 before the first).
+    pub(super) fn version(&self) -> i16 {
+        match (self.begun, self.v2) {
+            (false, _) => 0,
+            (true, true) => 2,
+            (true, false) => 1,
         }
     }
 
@@ -217,6 +232,7 @@ impl Transactions {
             });
         }
         self.refresh_version(cx);
+        self.begun = true;
         self.go(TxnState::InTransaction);
         self.added.iter_mut().for_each(|a| *a = false);
         self.started = false;
@@ -643,6 +659,11 @@ impl Transactions {
         self.end = End::Idle;
         self.end_attempts = 0;
         self.started = false;
+        if commit {
+            self.ended.0 += 1;
+        } else {
+            self.ended.1 += 1;
+        }
         self.added.iter_mut().for_each(|a| *a = false);
         if let Some((pid, epoch)) = fresh {
             idem.adopt(pid, epoch);
