@@ -95,9 +95,19 @@ impl Producer {
         self.inner.close(timeout).await.map_err(refused)
     }
 
+    kafka_driver::async_producer_transactions!();
+
     /// A snapshot of the core producer's counters.
     pub async fn metrics(&self) -> Result<ProducerMetrics, Error> {
         self.inner.metrics().await.map_err(refused)
+    }
+}
+
+fn txn_failed(e: kafka_driver::front::TxnFailure) -> Error {
+    match e {
+        kafka_driver::front::TxnFailure::Txn(e) => Error::Transaction(e),
+        kafka_driver::front::TxnFailure::Timeout(d) => Error::Timeout(d),
+        _ => Error::DriverGone,
     }
 }
 

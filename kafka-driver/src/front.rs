@@ -37,7 +37,7 @@ mod group;
 mod producer;
 pub use consumer::AsyncConsumer;
 pub use group::AsyncGroupConsumer;
-pub use producer::AsyncProducer;
+pub use producer::{AsyncProducer, TxnFailure};
 
 /// How many socket reports may wait for the driver before readers pause.
 pub const INBOX_REPORTS: usize = 16;

@@ -83,6 +83,12 @@ pub enum Error {
     /// A commit failed (a `commit_sync`'s result).
     #[error(transparent)]
     Commit(kafka_core::group::CommitError),
+    /// A transactional call failed: abortable ([`TxnError::is_abortable`]: abort, then
+    /// go on) or fatal (drop the producer).
+    ///
+    /// [`TxnError::is_abortable`]: kafka_core::producer::TxnError::is_abortable
+    #[error(transparent)]
+    Transaction(#[from] kafka_core::producer::TxnError),
     /// The driver task is gone (its runtime shut down).
     #[error("the driver task is gone")]
     DriverGone,

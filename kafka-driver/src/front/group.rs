@@ -8,7 +8,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use kafka_core::config::ClientConfig;
-use kafka_core::group::GroupConsumer;
+use kafka_core::group::{GroupConsumer, GroupMetadata};
 
 use super::{AsyncConsumer, Command, Handle};
 use crate::chan;
@@ -131,6 +131,30 @@ impl AsyncGroupConsumer {
             .await
             .ok_or(ConsumerError::DriverGone)
     }
+
+    /// The member's group identity and the positions the application has taken, as
+    /// `(topic, partition, next offset)`: what a consume-transform-produce loop sends
+    /// into its transaction. `Closed` once the consumer is closed.
+    pub async fn transaction_offsets(
+        &self,
+    ) -> Result<(GroupMetadata, Vec<(String, i32, i64)>), ConsumerError> {
+        let (tx, mut rx) = chan::channel(1);
+        let command = self.group.transaction_offsets_command(move |a| {
+            let _ = tx.push(a);
+        });
+        if !self.group.mailbox().submit(command) {
+            return Err(ConsumerError::DriverGone);
+        }
+        let (meta, offsets) = poll_fn(|cx| rx.poll_recv(cx))
+            .await
+            .ok_or(ConsumerError::DriverGone)?
+            .ok_or(ConsumerError::Closed)?;
+        let offsets = offsets
+            .into_iter()
+            .map(|((t, p), o)| (t.to_string(), p, o))
+            .collect();
+        Ok((meta, offsets))
+    }
 }
 
 /// An async adapter's `GroupConsumer` (tokio, async-std): the struct (with the doc
@@ -225,6 +249,21 @@ macro_rules! async_group_consumer {
         /// The partitions owned now.
         pub async fn assignment(&self) -> Result<Vec<TopicPartition>, Error> {
             self.inner.assignment().await.map_err(failed)
+        }
+
+        /// The member's group identity, for `send_offsets_to_transaction` (KIP-447: a
+        /// zombie member's offsets are refused).
+        pub async fn group_metadata(&self) -> Result<$crate::group::GroupMetadata, Error> {
+            Ok(self.transaction_offsets().await?.0)
+        }
+
+        /// The member's group identity and the positions the application has taken
+        /// (what `poll` handed out), per owned partition, as `(topic, partition, next
+        /// offset)`: what a consume-transform-produce loop sends into its transaction.
+        pub async fn transaction_offsets(
+            &self,
+        ) -> Result<($crate::group::GroupMetadata, Vec<(String, i32, i64)>), Error> {
+            self.inner.transaction_offsets().await.map_err(failed)
         }
 
         /// The next record handed out from the partition is at `offset` (an owned

@@ -8,11 +8,26 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use kafka_core::config::ClientConfig;
-use kafka_core::producer::{Producer, ProducerMetrics};
+use kafka_core::group::{GroupMetadata, TopicPartition};
+use kafka_core::producer::{Producer, ProducerMetrics, TxnError};
 
 use super::{Command, Handle};
 use crate::chan::{self, Receiver};
-use crate::producer::{Callback, Delivery, Outbox, ProducerKey, Record, Refused};
+use crate::producer::{Callback, Delivery, Outbox, ProducerKey, Record, Refused, TxnCall};
+
+/// Why a transactional call gave no result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxnFailure {
+    /// The core refused or failed the call.
+    #[error(transparent)]
+    Txn(#[from] TxnError),
+    /// No result within the caller's timeout (the call goes on; call again to wait).
+    #[error("no result within {0:?}")]
+    Timeout(Duration),
+    /// The driver is gone.
+    #[error("the producer's driver is gone")]
+    DriverGone,
+}
 
 /// An async producer on a front's driver task. Cheap to clone (`Send + Sync`); when the
 /// last clone goes, the producer closes gracefully in the background (the driver keeps
@@ -139,6 +154,73 @@ impl AsyncProducer {
         recv(rx).await.ok_or(Refused::DriverGone)
     }
 
+    /// Runs a transactional call on the driver (after the records staged before it)
+    /// and waits up to `timeout` for its result.
+    pub async fn transaction(&self, call: TxnCall, timeout: Duration) -> Result<(), TxnFailure> {
+        let key = self.inner.outbox.key();
+        let (tx, mut rx) = chan::channel(1);
+        self.command(move |hub, now| {
+            let tx2 = tx.clone();
+            if hub
+                .producer(key, |p, core| p.transaction(core, now, call, tx2))
+                .is_none()
+            {
+                let _ = tx.push(Err(TxnError::Closed));
+            }
+        })
+        .map_err(|_| TxnFailure::DriverGone)?;
+        let timer = (self.inner.front.sleep)(Instant::now() + timeout);
+        let mut timer = pin!(timer);
+        let got = poll_fn(|cx| {
+            if let Poll::Ready(r) = rx.poll_recv(cx) {
+                return Poll::Ready(Some(r));
+            }
+            timer.as_mut().poll(cx).map(|()| None)
+        })
+        .await;
+        match got {
+            Some(Some(r)) => r.map_err(TxnFailure::Txn),
+            Some(None) => Err(TxnFailure::DriverGone),
+            None => Err(TxnFailure::Timeout(timeout)),
+        }
+    }
+
+    /// `init_transactions` (see [`TxnCall::Init`]).
+    pub async fn init_transactions(&self, timeout: Duration) -> Result<(), TxnFailure> {
+        self.transaction(TxnCall::Init, timeout).await
+    }
+
+    /// `begin_transaction`.
+    pub async fn begin_transaction(&self) -> Result<(), TxnFailure> {
+        self.transaction(TxnCall::Begin, Duration::from_secs(3600))
+            .await
+    }
+
+    /// `send_offsets_to_transaction`: `offsets` are `(topic, partition, next offset)`.
+    pub async fn send_offsets_to_transaction<T: AsRef<str>>(
+        &self,
+        offsets: impl IntoIterator<Item = (T, i32, i64)>,
+        group: &GroupMetadata,
+        timeout: Duration,
+    ) -> Result<(), TxnFailure> {
+        let offsets: Vec<(TopicPartition, i64)> = offsets
+            .into_iter()
+            .map(|(t, p, o)| ((t.as_ref().into(), p), o))
+            .collect();
+        self.transaction(TxnCall::SendOffsets(offsets, group.clone()), timeout)
+            .await
+    }
+
+    /// `commit_transaction`.
+    pub async fn commit_transaction(&self, timeout: Duration) -> Result<(), TxnFailure> {
+        self.transaction(TxnCall::Commit, timeout).await
+    }
+
+    /// `abort_transaction`.
+    pub async fn abort_transaction(&self, timeout: Duration) -> Result<(), TxnFailure> {
+        self.transaction(TxnCall::Abort, timeout).await
+    }
+
     /// A snapshot of the core producer's counters.
     pub async fn metrics(&self) -> Result<ProducerMetrics, Refused> {
         let key = self.inner.outbox.key();
@@ -200,4 +282,65 @@ impl std::fmt::Debug for AsyncProducer {
 
 async fn recv<T>(mut rx: Receiver<T>) -> Option<T> {
     poll_fn(|cx| rx.poll_recv(cx)).await
+}
+
+/// An async adapter's transactional `Producer` methods (tokio, async-std), over its
+/// `inner: AsyncProducer`, mapping [`TxnFailure`] with the adapter's
+/// `txn_failed(TxnFailure) -> Error`. Used inside the adapter's `impl Producer`.
+#[macro_export]
+macro_rules! async_producer_transactions {
+    () => {
+        /// Gets the producer id of the `transactional.id` from its coordinator, fencing
+        /// every older instance and ending what they left open; waits up to `timeout`
+        /// (a later call waits for the same result). Once, before the first
+        /// transaction.
+        pub async fn init_transactions(&self, timeout: ::std::time::Duration) -> Result<(), Error> {
+            self.inner
+                .init_transactions(timeout)
+                .await
+                .map_err(txn_failed)
+        }
+
+        /// Opens a transaction: records sent from now on belong to it.
+        pub async fn begin_transaction(&self) -> Result<(), Error> {
+            self.inner.begin_transaction().await.map_err(txn_failed)
+        }
+
+        /// Adds consumed offsets `(topic, partition, next offset)` to the open
+        /// transaction: they commit for `group` (the consumer's `group_metadata()`) if and
+        /// only if the transaction commits.
+        pub async fn send_offsets_to_transaction<T: AsRef<str>>(
+            &self,
+            offsets: impl IntoIterator<Item = (T, i32, i64)>,
+            group: &kafka_core::group::GroupMetadata,
+            timeout: ::std::time::Duration,
+        ) -> Result<(), Error> {
+            self.inner
+                .send_offsets_to_transaction(offsets, group, timeout)
+                .await
+                .map_err(txn_failed)
+        }
+
+        /// Commits the open transaction (every record sent in it is flushed first). An
+        /// abortable [`Error::Transaction`] means: abort, then go on; on
+        /// [`Error::Timeout`] the commit goes on (call again to wait for it).
+        pub async fn commit_transaction(
+            &self,
+            timeout: ::std::time::Duration,
+        ) -> Result<(), Error> {
+            self.inner
+                .commit_transaction(timeout)
+                .await
+                .map_err(txn_failed)
+        }
+
+        /// Aborts the open transaction: records not yet sent are dropped, the rest are
+        /// never visible to `read_committed` consumers.
+        pub async fn abort_transaction(&self, timeout: ::std::time::Duration) -> Result<(), Error> {
+            self.inner
+                .abort_transaction(timeout)
+                .await
+                .map_err(txn_failed)
+        }
+    };
 }
