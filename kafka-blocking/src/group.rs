@@ -11,7 +11,8 @@ use kafka_driver::chan;
 use kafka_driver::consumer::{ConsumerKey, HubCommand};
 use kafka_driver::group::{topic_names, GroupMailbox, Listener};
 pub use kafka_driver::group::{
-    CommitError, CommitHandle, GroupMetadata, Offsets, Rebalance, RebalanceListener, TopicPartition,
+    CommitError, CommitHandle, GroupMetadata, Offsets, Rebalance, RebalanceListener,
+    TopicPartition, TransactionOffsets,
 };
 
 use crate::consumer::failed;
@@ -162,7 +163,7 @@ impl GroupConsumer {
     /// The member's group identity and the positions the application has taken (what
     /// `poll` handed out), per owned partition: what a consume-transform-produce loop
     /// sends into its transaction before committing it.
-    pub fn transaction_offsets(&self) -> Result<(GroupMetadata, Vec<(String, i32, i64)>), Error> {
+    pub fn transaction_offsets(&self) -> Result<TransactionOffsets, Error> {
         let (tx, mut rx) = chan::channel(1);
         let command = self.group.transaction_offsets_command(move |a| {
             let _ = tx.push(a);
@@ -170,15 +171,9 @@ impl GroupConsumer {
         if !self.group.mailbox().submit(command) {
             return Err(gone());
         }
-        let (meta, offsets) = rx
-            .recv_deadline(None)
+        rx.recv_deadline(None)
             .map_err(|_| gone())?
-            .ok_or(Error::Closed)?;
-        let offsets = offsets
-            .into_iter()
-            .map(|((t, p), o)| (t.to_string(), p, o))
-            .collect();
-        Ok((meta, offsets))
+            .ok_or(Error::Closed)
     }
 
     /// The next record handed out from the partition is at `offset` (an owned

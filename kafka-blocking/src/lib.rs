@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 pub use consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
 pub use group::{
     CommitError, CommitHandle, GroupConsumer, GroupMetadata, Offsets, Rebalance, RebalanceListener,
-    TopicPartition,
+    TopicPartition, TransactionOffsets,
 };
 use kafka_core::admin::AdminError;
 use kafka_core::client::{Client, ClientError, OpContext, Operation, RequestId};

@@ -8,12 +8,14 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use kafka_core::config::ClientConfig;
-use kafka_core::group::{GroupConsumer, GroupMetadata};
+use kafka_core::group::GroupConsumer;
 
 use super::{AsyncConsumer, Command, Handle};
 use crate::chan;
 use crate::consumer::{ConsumerError, ConsumerKey, ConsumerRecord};
-use crate::group::{CommitError, CommitHandle, GroupMailbox, Offsets, Rebalance, TopicPartition};
+use crate::group::{
+    CommitError, CommitHandle, GroupMailbox, Offsets, Rebalance, TopicPartition, TransactionOffsets,
+};
 
 /// An async group consumer on a front's driver task. Cheap to clone (`Send + Sync`;
 /// clones share one queue); when the last clone goes, the consumer closes in the
@@ -135,9 +137,7 @@ impl AsyncGroupConsumer {
     /// The member's group identity and the positions the application has taken, as
     /// `(topic, partition, next offset)`: what a consume-transform-produce loop sends
     /// into its transaction. `Closed` once the consumer is closed.
-    pub async fn transaction_offsets(
-        &self,
-    ) -> Result<(GroupMetadata, Vec<(String, i32, i64)>), ConsumerError> {
+    pub async fn transaction_offsets(&self) -> Result<TransactionOffsets, ConsumerError> {
         let (tx, mut rx) = chan::channel(1);
         let command = self.group.transaction_offsets_command(move |a| {
             let _ = tx.push(a);
@@ -145,15 +145,10 @@ impl AsyncGroupConsumer {
         if !self.group.mailbox().submit(command) {
             return Err(ConsumerError::DriverGone);
         }
-        let (meta, offsets) = poll_fn(|cx| rx.poll_recv(cx))
+        poll_fn(|cx| rx.poll_recv(cx))
             .await
             .ok_or(ConsumerError::DriverGone)?
-            .ok_or(ConsumerError::Closed)?;
-        let offsets = offsets
-            .into_iter()
-            .map(|((t, p), o)| (t.to_string(), p, o))
-            .collect();
-        Ok((meta, offsets))
+            .ok_or(ConsumerError::Closed)
     }
 }
 
@@ -260,9 +255,7 @@ macro_rules! async_group_consumer {
         /// The member's group identity and the positions the application has taken
         /// (what `poll` handed out), per owned partition, as `(topic, partition, next
         /// offset)`: what a consume-transform-produce loop sends into its transaction.
-        pub async fn transaction_offsets(
-            &self,
-        ) -> Result<($crate::group::GroupMetadata, Vec<(String, i32, i64)>), Error> {
+        pub async fn transaction_offsets(&self) -> Result<$crate::group::TransactionOffsets, Error> {
             self.inner.transaction_offsets().await.map_err(failed)
         }
 

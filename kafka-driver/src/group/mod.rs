@@ -41,9 +41,9 @@ use std::time::{Duration, Instant};
 use kafka_core::config::ClientConfig;
 pub use kafka_core::group::{CommitError, GroupError, GroupMetadata, TopicPartition};
 
-/// A group member's identity and the positions its application has taken, for
-/// `send_offsets_to_transaction`.
-pub type TransactionOffsets = (GroupMetadata, Vec<(TopicPartition, i64)>);
+/// A group member's identity and the positions its application has taken, as
+/// `(topic, partition, next offset)`, for `send_offsets_to_transaction`.
+pub type TransactionOffsets = (GroupMetadata, Vec<(String, i32, i64)>);
 
 pub use self::core::GroupCore;
 use crate::chan::{self, Receiver, RecvError};
@@ -356,7 +356,13 @@ impl GroupMailbox {
         let key = self.mailbox.key();
         Box::new(move |hub, now| {
             let got = hub.group(key, |g, core| g.transaction_offsets(core, now));
-            answer(got.flatten());
+            answer(got.flatten().map(|(meta, offsets)| {
+                let offsets = offsets
+                    .into_iter()
+                    .map(|((t, p), o)| (t.to_string(), p, o))
+                    .collect();
+                (meta, offsets)
+            }));
         })
     }
 
