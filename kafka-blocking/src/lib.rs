@@ -28,6 +28,7 @@
 mod consumer;
 mod driver;
 mod group;
+mod pipeline;
 mod producer;
 
 use std::sync::Arc;
@@ -46,6 +47,7 @@ use kafka_core::conn::RequestError;
 use kafka_core::protocol::Request;
 use kafka_driver::chan::{self, Sender};
 pub use kafka_driver::{HubStats, Notice};
+pub use pipeline::TxnPipeline;
 pub use producer::{Delivery, Producer, Record, RecordMetadata};
 
 use driver::{Command, Msg};

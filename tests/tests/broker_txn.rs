@@ -7,12 +7,15 @@
 //! - a second instance with the same `transactional.id` fences the first: the first's
 //!   commit fails and its pending records never become visible; the second commits;
 //! - offsets sent into a transaction are the group's committed offsets only once the
-//!   transaction commits.
+//!   transaction commits;
+//! - a `TxnPipeline` round whose output is refused aborts and rewinds; the next round
+//!   commits the same records once.
 
 mod txn_common;
 
-use kafka_blocking::{BlockingClient, Error, GroupMetadata, Record};
+use kafka_blocking::{BlockingClient, Error, GroupMetadata, Record, TxnPipeline};
 use kafka_core::admin::ListConsumerGroupOffsets;
+use kafka_core::config::ClientConfig;
 use kafka_tests::broker_or_skip;
 use txn_common::{
     client, counts, read_all, set_transaction_version, topic, transaction_version, txn_producer,
@@ -147,6 +150,75 @@ fn offsets_commit_with_the_transaction(addr: &str, level: i16) {
     assert_eq!(committed(&admin), vec![(0, 11), (1, 13)], "v{level}");
 }
 
+/// `TxnPipeline`: a batch whose output cannot be written is aborted and the consumer
+/// rewound, so the next round commits the same records. (Runs inside the one test:
+/// the other changes the cluster-wide `transaction.version`.)
+fn a_pipeline_round_that_fails_is_aborted_and_retried(addr: &str) {
+    let addr = addr.to_string();
+    let input = topic(&addr, "pipe-in", 2);
+    let output = topic(&addr, "pipe-out", 2);
+    let plain = kafka_blocking::Producer::new(
+        ClientConfig::from_pairs([("bootstrap.servers", addr.as_str())]).expect("config"),
+    )
+    .expect("producer");
+    send(&plain, &input, (0..20).map(|i| format!("in-{i}")));
+    let group = unique("g-pipe");
+    let consumer = ClientConfig::from_pairs([
+        ("bootstrap.servers", addr.as_str()),
+        ("group.id", group.as_str()),
+        ("isolation.level", "read_committed"),
+        ("enable.auto.commit", "false"),
+        ("auto.offset.reset", "earliest"),
+    ])
+    .expect("config");
+    let producer = ClientConfig::from_pairs([
+        ("bootstrap.servers", addr.as_str()),
+        ("transactional.id", unique("tx-pipe").as_str()),
+    ])
+    .expect("config");
+    let pipeline = TxnPipeline::new(consumer, producer, [input.as_str()]).expect("pipeline");
+    // The first round that gets records writes one of them to a topic that cannot exist.
+    let mut failed = None;
+    let deadline = std::time::Instant::now() + T;
+    while failed.is_none() {
+        assert!(std::time::Instant::now() < deadline, "no records");
+        let r = pipeline.run_once(std::time::Duration::from_millis(500), |r, out| {
+            out.push(Record::new(
+                "not a topic!",
+                r.value.clone().unwrap_or_default(),
+            ));
+        });
+        match r {
+            Ok(0) => {}
+            Ok(n) => panic!("{n} records committed despite a refused record"),
+            Err(e) => failed = Some(e),
+        }
+    }
+    let err = failed.expect("failed");
+    assert!(
+        matches!(&err, Error::Transaction(e) if e.is_abortable()),
+        "{err}"
+    );
+    let mut done = 0;
+    while done < 20 {
+        assert!(std::time::Instant::now() < deadline, "only {done} of 20");
+        done += pipeline
+            .run_once(std::time::Duration::from_millis(500), |r, out| {
+                out.push(Record::new(
+                    output.as_str(),
+                    r.value.clone().unwrap_or_default(),
+                ));
+            })
+            .expect("round");
+    }
+    assert_eq!(done, 20, "the rewound records came again, once");
+    pipeline.close().expect("close");
+    let out = read_all(&addr, &output, 2, "read_committed");
+    let c = counts(&out);
+    assert_eq!(out.len(), 20);
+    assert!(c.values().all(|&n| n == 1));
+}
+
 #[test]
 fn transactions_under_both_protocol_versions() {
     let Some(addr) = broker_or_skip("broker_txn") else {
@@ -165,6 +237,7 @@ fn transactions_under_both_protocol_versions() {
         commit_and_abort(&addr, level);
         second_instance_fences_the_first(&addr, level);
         offsets_commit_with_the_transaction(&addr, level);
+        a_pipeline_round_that_fails_is_aborted_and_retried(&addr);
     }
     set_transaction_version(&addr, initial);
 }

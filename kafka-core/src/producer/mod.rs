@@ -211,7 +211,39 @@ impl Producer {
     /// [`SendError::WouldBlock`] means "not now": the topic's metadata is unknown (it
     /// has been asked for) or `buffer.memory` is full; the producer notifies when that
     /// may have changed. Every other error is final for this record alone.
+    ///
+    /// In a transaction, a record refused for good makes the transaction abortable (as
+    /// in Java): it cannot commit without the record.
     pub fn send(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        record: &ProducerRecord<'_>,
+    ) -> Result<Appended, SendError> {
+        let r = self.append(cx, record);
+        if let (Err(e), Some(t)) = (&r, &mut self.txn) {
+            if !matches!(
+                e,
+                SendError::WouldBlock(_)
+                    | SendError::Transaction(_)
+                    | SendError::Closed
+                    | SendError::Fatal(_)
+            ) {
+                t.send_failed(cx, e);
+            }
+        }
+        r
+    }
+
+    /// The caller gave up on a record this producer refused for now
+    /// ([`SendError::WouldBlock`] past `max.block.ms`): an open transaction cannot commit
+    /// without it and becomes abortable.
+    pub fn gave_up(&mut self, cx: &mut OpContext<'_>, error: &SendError) {
+        if let Some(t) = &mut self.txn {
+            t.send_failed(cx, error);
+        }
+    }
+
+    fn append(
         &mut self,
         cx: &mut OpContext<'_>,
         record: &ProducerRecord<'_>,

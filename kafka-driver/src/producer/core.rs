@@ -314,7 +314,12 @@ impl ProducerCore {
                         index: a.index,
                         timestamp: a.timestamp,
                     }),
-                    Err(e) => staged.sink.complete(Err(refusal(e))),
+                    Err(e) => {
+                        if matches!(e, SendError::WouldBlock(_)) {
+                            p.gave_up(cx, &e);
+                        }
+                        staged.sink.complete(Err(refusal(e)));
+                    }
                 }
             }
             while self.takes.front().is_some_and(|t| t.end <= self.taken) {

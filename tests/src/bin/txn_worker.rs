@@ -1,17 +1,15 @@
 //! A consume-transform-produce worker for the real-broker exactly-once test
 //! (`tests/tests/broker_txn_pipeline.rs`), which kills it with SIGKILL at random points
-//! and restarts it: each poll's records are copied to the output topic inside one
-//! transaction that also carries the consumed offsets.
+//! and restarts it: a `TxnPipeline` copying each poll's records to the output topic
+//! inside one transaction that also carries the consumed offsets.
 //!
 //! Usage: `txn_worker BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID`. Runs until killed;
 //! exits 2 on an error it does not recover from (the test restarts it like a crash).
 
 use std::time::Duration;
 
-use kafka_blocking::{Error, GroupConsumer, Producer, Record};
+use kafka_blocking::{Error, Record, TxnPipeline};
 use kafka_core::config::ClientConfig;
-
-const T: Duration = Duration::from_secs(60);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -26,7 +24,7 @@ fn main() {
 }
 
 fn run(bootstrap: &str, input: &str, output: &str, group: &str, txn_id: &str) -> Result<(), Error> {
-    let consumer = GroupConsumer::new(ClientConfig::from_pairs([
+    let consumer = ClientConfig::from_pairs([
         ("bootstrap.servers", bootstrap),
         ("group.id", group),
         ("isolation.level", "read_committed"),
@@ -35,30 +33,20 @@ fn run(bootstrap: &str, input: &str, output: &str, group: &str, txn_id: &str) ->
         ("session.timeout.ms", "6000"),
         ("heartbeat.interval.ms", "500"),
         ("max.poll.records", "2000"),
-    ])?)?;
-    let producer = Producer::new(ClientConfig::from_pairs([
+    ])?;
+    let producer = ClientConfig::from_pairs([
         ("bootstrap.servers", bootstrap),
         ("transactional.id", txn_id),
         ("linger.ms", "5"),
-    ])?)?;
-    producer.init_transactions(T)?;
-    consumer.subscribe([input])?;
+    ])?;
+    let pipeline = TxnPipeline::new(consumer, producer, [input])?;
     loop {
-        let records = consumer.poll(Duration::from_millis(200))?;
-        if records.is_empty() {
-            continue;
-        }
-        producer.begin_transaction()?;
-        for r in &records {
-            let mut out = Record::new(output, r.value.clone().unwrap_or_default());
+        pipeline.run_once(Duration::from_millis(200), |r, out| {
+            let mut record = Record::new(output, r.value.clone().unwrap_or_default());
             if let Some(k) = &r.key {
-                out = out.key(k.clone());
+                record = record.key(k.clone());
             }
-            // Not waited for: the commit flushes them.
-            drop(producer.send(out)?);
-        }
-        let (meta, offsets) = consumer.transaction_offsets()?;
-        producer.send_offsets_to_transaction(offsets, &meta, T)?;
-        producer.commit_transaction(T)?;
+            out.push(record);
+        })?;
     }
 }

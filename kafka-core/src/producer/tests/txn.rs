@@ -431,3 +431,25 @@ fn add_partitions_errors_are_retried_or_make_the_transaction_abortable() {
         "the aborted record is not visible"
     );
 }
+
+#[test]
+fn a_record_refused_at_send_makes_the_transaction_abortable() {
+    let mut c = cluster(false, &[]);
+    init(&mut c);
+    begin(&mut c);
+    let sent = send_many(&mut c, 0, 6);
+    let refused = c.send(PARTITIONS + 3, &value(7));
+    assert!(
+        matches!(refused, Err(SendError::UnknownPartition { .. })),
+        "{refused:?}"
+    );
+    let err = commit(&mut c).expect_err("the transaction lacks a record");
+    assert!(err.is_abortable(), "{err:?}");
+    abort(&mut c).expect("abort");
+    assert!(c.all_committed().is_empty());
+    begin(&mut c);
+    let again = send_many(&mut c, 100, 6);
+    commit(&mut c).expect("commit");
+    assert_eq!(sorted(c.all_committed()), sorted(again));
+    assert_eq!(sent.len(), 6);
+}

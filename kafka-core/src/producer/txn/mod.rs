@@ -398,6 +398,18 @@ impl Transactions {
         }
     }
 
+    /// A record of the open transaction was refused at `send`.
+    pub(super) fn send_failed(&mut self, cx: &mut OpContext<'_>, error: &super::SendError) {
+        let code = match error {
+            super::SendError::Topic { code, .. } => Some(*code),
+            _ => None,
+        };
+        self.abortable(
+            cx,
+            TxnError::abortable(code, format!("a record was refused: {error}")),
+        );
+    }
+
     /// A batch of the open transaction failed.
     pub(super) fn batch_failed(&mut self, cx: &mut OpContext<'_>, error: &ProduceError) {
         let code = match error {
