@@ -9,7 +9,7 @@ use kafka_core::config::ClientConfig;
 use kafka_core::group::GroupConsumer as CoreGroup;
 use kafka_driver::chan;
 use kafka_driver::consumer::{ConsumerKey, HubCommand};
-use kafka_driver::group::{topic_names, GroupMailbox, Listener};
+use kafka_driver::group::{topic_names, GroupMailbox, Listener, NamedOffsets};
 pub use kafka_driver::group::{
     CommitError, CommitHandle, GroupMetadata, Offsets, Rebalance, RebalanceListener, TopicPartition,
 };
@@ -162,7 +162,7 @@ impl GroupConsumer {
     /// The member's group identity and the positions the application has taken (what
     /// `poll` handed out), per owned partition: what a consume-transform-produce loop
     /// sends into its transaction before committing it.
-    pub fn transaction_offsets(&self) -> Result<(GroupMetadata, Vec<(String, i32, i64)>), Error> {
+    pub fn transaction_offsets(&self) -> Result<(GroupMetadata, NamedOffsets), Error> {
         let (tx, mut rx) = chan::channel(1);
         let command = self.group.transaction_offsets_command(move |a| {
             let _ = tx.push(a);

@@ -42,7 +42,7 @@ fn commit_and_abort(addr: &str, level: i16) {
     p.begin_transaction().expect("begin");
     // Not waited for: the commit flushes them.
     for v in batch("three", 100) {
-        let _ = p.send(Record::new(topic.as_str(), v)).expect("send");
+        drop(p.send(Record::new(topic.as_str(), v)).expect("send"));
     }
     p.commit_transaction(T).expect("commit three");
     let m = p.close(T).expect("close");

@@ -13,7 +13,9 @@ use kafka_core::group::{GroupConsumer, GroupMetadata};
 use super::{AsyncConsumer, Command, Handle};
 use crate::chan;
 use crate::consumer::{ConsumerError, ConsumerKey, ConsumerRecord};
-use crate::group::{CommitError, CommitHandle, GroupMailbox, Offsets, Rebalance, TopicPartition};
+use crate::group::{
+    CommitError, CommitHandle, GroupMailbox, NamedOffsets, Offsets, Rebalance, TopicPartition,
+};
 
 /// An async group consumer on a front's driver task. Cheap to clone (`Send + Sync`;
 /// clones share one queue); when the last clone goes, the consumer closes in the
@@ -137,7 +139,7 @@ impl AsyncGroupConsumer {
     /// into its transaction. `Closed` once the consumer is closed.
     pub async fn transaction_offsets(
         &self,
-    ) -> Result<(GroupMetadata, Vec<(String, i32, i64)>), ConsumerError> {
+    ) -> Result<(GroupMetadata, NamedOffsets), ConsumerError> {
         let (tx, mut rx) = chan::channel(1);
         let command = self.group.transaction_offsets_command(move |a| {
             let _ = tx.push(a);
@@ -262,7 +264,7 @@ macro_rules! async_group_consumer {
         /// offset)`: what a consume-transform-produce loop sends into its transaction.
         pub async fn transaction_offsets(
             &self,
-        ) -> Result<($crate::group::GroupMetadata, Vec<(String, i32, i64)>), Error> {
+        ) -> Result<($crate::group::GroupMetadata, $crate::group::NamedOffsets), Error> {
             self.inner.transaction_offsets().await.map_err(failed)
         }
 

@@ -45,6 +45,10 @@ pub use kafka_core::group::{CommitError, GroupError, GroupMetadata, TopicPartiti
 /// `send_offsets_to_transaction`.
 pub type TransactionOffsets = (GroupMetadata, Vec<(TopicPartition, i64)>);
 
+/// Positions as the adapters' `transaction_offsets` hand them out: `(topic, partition,
+/// next offset)`, what their `send_offsets_to_transaction` takes.
+pub type NamedOffsets = Vec<(String, i32, i64)>;
+
 pub use self::core::GroupCore;
 use crate::chan::{self, Receiver, RecvError};
 use crate::consumer::{
