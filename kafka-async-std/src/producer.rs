@@ -34,6 +34,80 @@ use crate::{runtime, Error, Spawner, Task};
 /// })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// With a `transactional.id`, a consume-transform-produce loop: each poll's records,
+/// transformed, and the positions consumed commit together or not at all (the input is
+/// read `read_committed`, auto-commit off). After an abortable error the batch is
+/// aborted and read again, each partition from its first record in it.
+///
+/// ```no_run
+/// use std::collections::BTreeMap;
+/// use std::time::Duration;
+///
+/// use kafka_async_std::{ConsumerRecord, Error, GroupConsumer, Producer, Record};
+/// use kafka_core::config::ClientConfig;
+///
+/// async fn transact(
+///     p: &Producer,
+///     c: &GroupConsumer,
+///     records: &[ConsumerRecord],
+/// ) -> Result<(), Error> {
+///     let t = Duration::from_secs(30);
+///     p.begin_transaction().await?;
+///     for r in records {
+///         let value = r.value.as_deref().unwrap_or_default().to_ascii_uppercase();
+///         // Not waited for: a record that fails makes the commit fail.
+///         drop(p.send(Record::new("output", value)).await?);
+///     }
+///     let (group, offsets) = c.transaction_offsets().await?;
+///     p.send_offsets_to_transaction(offsets, &group, t).await?;
+///     p.commit_transaction(t).await
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// smol::block_on(async {
+///     let spawn = |task| smol::spawn(task).detach();
+///     let consumer = GroupConsumer::with_spawner(
+///         ClientConfig::from_pairs([
+///             ("bootstrap.servers", "127.0.0.1:9092"),
+///             ("group.id", "uppercase"),
+///             ("enable.auto.commit", "false"),
+///             ("isolation.level", "read_committed"),
+///         ])?,
+///         spawn,
+///     )?;
+///     consumer.subscribe(["input"])?;
+///     let producer = Producer::with_spawner(
+///         ClientConfig::from_pairs([
+///             ("bootstrap.servers", "127.0.0.1:9092"),
+///             ("transactional.id", "uppercase-1"),
+///         ])?,
+///         spawn,
+///     )?;
+///     producer.init_transactions(Duration::from_secs(30)).await?;
+///     loop {
+///         let records = consumer.poll(Duration::from_millis(500)).await?;
+///         if records.is_empty() {
+///             continue;
+///         }
+///         match transact(&producer, &consumer, &records).await {
+///             Ok(()) => {}
+///             Err(Error::Transaction(e)) if e.is_abortable() => {
+///                 producer.abort_transaction(Duration::from_secs(30)).await?;
+///                 let mut firsts = BTreeMap::new();
+///                 for r in &records {
+///                     firsts.entry((r.topic.clone(), r.partition)).or_insert(r.offset);
+///                 }
+///                 for ((topic, partition), offset) in firsts {
+///                     consumer.seek(&topic, partition, offset)?;
+///                 }
+///             }
+///             Err(e) => return Err(e.into()), // fatal (e.g. fenced): drop the producer
+///         }
+///     }
+/// })
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Producer {
     inner: AsyncProducer,

@@ -33,6 +33,70 @@ use crate::{gone, BlockingClient, Error};
 /// producer.close(Duration::from_secs(30))?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// With a `transactional.id`, a consume-transform-produce loop: each poll's records,
+/// transformed, and the positions consumed commit together or not at all (the input is
+/// read `read_committed`, auto-commit off). After an abortable error the batch is
+/// aborted and read again, each partition from its first record in it.
+///
+/// ```no_run
+/// use std::collections::BTreeMap;
+/// use std::time::Duration;
+///
+/// use kafka_blocking::{ConsumerRecord, Error, GroupConsumer, Producer, Record};
+/// use kafka_core::config::ClientConfig;
+///
+/// fn transact(
+///     p: &Producer,
+///     c: &GroupConsumer,
+///     records: &[ConsumerRecord],
+/// ) -> Result<(), Error> {
+///     let t = Duration::from_secs(30);
+///     p.begin_transaction()?;
+///     for r in records {
+///         let value = r.value.as_deref().unwrap_or_default().to_ascii_uppercase();
+///         // Not waited for: a record that fails makes the commit fail.
+///         drop(p.send(Record::new("output", value))?);
+///     }
+///     let (group, offsets) = c.transaction_offsets()?;
+///     p.send_offsets_to_transaction(offsets, &group, t)?;
+///     p.commit_transaction(t)
+/// }
+///
+/// let consumer = GroupConsumer::new(ClientConfig::from_pairs([
+///     ("bootstrap.servers", "127.0.0.1:9092"),
+///     ("group.id", "uppercase"),
+///     ("enable.auto.commit", "false"),
+///     ("isolation.level", "read_committed"),
+/// ])?)?;
+/// consumer.subscribe(["input"])?;
+/// let producer = Producer::new(ClientConfig::from_pairs([
+///     ("bootstrap.servers", "127.0.0.1:9092"),
+///     ("transactional.id", "uppercase-1"),
+/// ])?)?;
+/// producer.init_transactions(Duration::from_secs(30))?;
+/// loop {
+///     let records = consumer.poll(Duration::from_millis(500))?;
+///     if records.is_empty() {
+///         continue;
+///     }
+///     match transact(&producer, &consumer, &records) {
+///         Ok(()) => {}
+///         Err(Error::Transaction(e)) if e.is_abortable() => {
+///             producer.abort_transaction(Duration::from_secs(30))?;
+///             let mut firsts = BTreeMap::new();
+///             for r in &records {
+///                 firsts.entry((r.topic.clone(), r.partition)).or_insert(r.offset);
+///             }
+///             for ((topic, partition), offset) in firsts {
+///                 consumer.seek(&topic, partition, offset)?;
+///             }
+///         }
+///         Err(e) => return Err(e.into()), // fatal (e.g. fenced): drop the producer
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Producer {
     inner: Arc<Inner>,
@@ -175,7 +239,8 @@ impl Producer {
 
     /// Commits the open transaction: every record sent in it is flushed first. An
     /// [`Error::Transaction`] that is abortable means: abort, then go on. On
-    /// [`Error::Timeout`] the commit goes on; call again to wait for its result.
+    /// [`Error::Timeout`] the commit goes on; call again to get its result (also if it
+    /// ended meanwhile: the next call, if a commit, gets the result nobody took).
     pub fn commit_transaction(&self, timeout: Duration) -> Result<(), Error> {
         self.transaction(TxnCall::Commit, timeout)
     }
@@ -202,7 +267,12 @@ impl Producer {
         match rx.recv_deadline(Some(Instant::now() + timeout)) {
             Ok(r) => r.map_err(Error::Transaction),
             Err(RecvError::Disconnected) => Err(gone()),
-            Err(RecvError::Timeout) => Err(Error::Timeout(timeout)),
+            // Closed, not dropped: a result that comes later stays with the driver
+            // for a repeated call.
+            Err(RecvError::Timeout) => match rx.close() {
+                Some(r) => r.map_err(Error::Transaction),
+                None => Err(Error::Timeout(timeout)),
+            },
         }
     }
 

@@ -237,6 +237,25 @@ impl<T> Receiver<T> {
         }
     }
 
+    /// Gives up on the queue: from now on senders fail (as if the receiver were
+    /// dropped); returns the first message queued before, if any. A caller whose wait
+    /// timed out closes instead of dropping, so a reply either reaches it or its sender
+    /// learns that nobody took it.
+    pub fn close(&mut self) -> Option<T> {
+        let mut inner = self.shared.lock();
+        inner.receiver_alive = false;
+        let first = inner.queue.pop_front();
+        let rest = std::mem::take(&mut inner.queue);
+        let wakers = std::mem::take(&mut inner.tx_wakers);
+        drop(inner);
+        self.shared.cond.notify_all();
+        for w in wakers {
+            w.wake();
+        }
+        drop(rest);
+        first
+    }
+
     /// Whether every sender is gone (queued messages may remain).
     pub fn is_disconnected(&self) -> bool {
         self.shared.lock().senders == 0
@@ -303,6 +322,19 @@ mod tests {
         assert_eq!(rx.recv_deadline(Some(soon)), Err(RecvError::Timeout));
         drop(tx);
         assert_eq!(rx.recv_deadline(None), Err(RecvError::Disconnected));
+    }
+
+    #[test]
+    fn closing_returns_what_came_and_fails_later_pushes() {
+        let (tx, mut rx) = channel::<u32>(1);
+        assert_eq!(rx.close(), None);
+        assert_eq!(tx.push(1), Err(1), "closed: nobody takes it");
+        assert!(tx.is_closed());
+        let (tx, mut rx) = channel::<u32>(1);
+        tx.push(1).unwrap();
+        assert_eq!(rx.close(), Some(1), "queued before the close");
+        assert_eq!(tx.push(2), Err(2));
+        assert_eq!(rx.try_recv(), None);
     }
 
     #[test]

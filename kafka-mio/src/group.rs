@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use kafka_core::client::{OpContext, OpId};
 use kafka_core::consumer::{ConsumeError, ConsumerMetrics, ConsumerRecord};
-use kafka_core::group::{CommitId, GroupConsumer, GroupError, GroupEvent, TopicPartition};
+use kafka_core::group::{
+    CommitId, GroupConsumer, GroupError, GroupEvent, GroupMetadata, TopicPartition,
+};
 
 use crate::Driver;
 
@@ -98,6 +100,21 @@ impl GroupConsumerView<'_> {
             let (m, gen) = g.generation();
             (m.to_string(), gen)
         })
+    }
+
+    /// The member's group identity, for
+    /// [`ProducerView::send_offsets_to_transaction`](crate::ProducerView::send_offsets_to_transaction)
+    /// (KIP-447: a zombie member's offsets are refused). `None` if not running.
+    pub fn group_metadata(&mut self) -> Option<GroupMetadata> {
+        self.command(|g, _| g.group_metadata())
+    }
+
+    /// The member's group identity and the consumed position (the next offset after
+    /// what [`GroupConsumerView::poll`] handed out) of every owned partition: what a
+    /// consume-transform-produce loop sends into its transaction before committing it.
+    /// `None` if not running.
+    pub fn transaction_offsets(&mut self) -> Option<(GroupMetadata, Vec<(TopicPartition, i64)>)> {
+        self.command(|g, _| (g.group_metadata(), g.consumed_offsets()))
     }
 
     /// The next record handed out from the (owned) partition is at `offset`.

@@ -181,7 +181,12 @@ impl AsyncProducer {
         match got {
             Some(Some(r)) => r.map_err(TxnFailure::Txn),
             Some(None) => Err(TxnFailure::DriverGone),
-            None => Err(TxnFailure::Timeout(timeout)),
+            // Closed, not dropped: a result that comes later stays with the driver for
+            // a repeated call.
+            None => match rx.close() {
+                Some(r) => r.map_err(TxnFailure::Txn),
+                None => Err(TxnFailure::Timeout(timeout)),
+            },
         }
     }
 

@@ -137,6 +137,10 @@ pub struct ProducerCore {
     /// The call the core runs, and who waits for its result (a call repeated after a
     /// caller's timeout joins the same wait).
     txn_waiting: Option<(TxnOp, Vec<TxnDone>)>,
+    /// The result of the last call when every caller had given up on it (timed out):
+    /// the next call answers with it if it repeats that call (Java's retried
+    /// `commitTransaction` after a timeout), any other call drops it.
+    txn_unclaimed: Option<(TxnOp, Result<(), TxnError>)>,
 }
 
 impl ProducerCore {
@@ -161,6 +165,7 @@ impl ProducerCore {
             reports: Vec::new(),
             txn_calls: VecDeque::new(),
             txn_waiting: None,
+            txn_unclaimed: None,
         }
     }
 
@@ -180,8 +185,12 @@ impl ProducerCore {
         loop {
             if let Some((op, r)) = p.take_transaction_result() {
                 if let Some((_, waiters)) = self.txn_waiting.take_if(|(w, _)| *w == op) {
+                    let mut claimed = false;
                     for w in waiters {
-                        let _ = w.push(r.clone());
+                        claimed |= w.push(r.clone()).is_ok();
+                    }
+                    if !claimed {
+                        self.txn_unclaimed = Some((op, r));
                     }
                 }
                 continue;
@@ -207,6 +216,11 @@ impl ProducerCore {
                 return;
             }
             let (call, done) = self.txn_calls.pop_front().expect("front");
+            if let Some((_, r)) = self.txn_unclaimed.take().filter(|(u, _)| Some(*u) == op) {
+                // Repeated after the caller's timeout, once the first one had ended.
+                let _ = done.push(r);
+                continue;
+            }
             match (call.run(p, cx), op) {
                 (Ok(()), Some(op)) => self.txn_waiting = Some((op, vec![done])),
                 (r, _) => {

@@ -1,0 +1,159 @@
+//! The blocking adapter's transactions: the shared transaction suite on the real broker
+//! (commit and abort seen by `read_committed`; a consume-transform-produce pipeline
+//! whose offsets commit with its transactions).
+
+use std::time::Duration;
+
+use kafka_blocking::{Delivery, Error, GroupConsumer, GroupMetadata, Producer, Record};
+use kafka_core::config::ClientConfig;
+use kafka_core::consumer::ConsumerRecord;
+use kafka_core::producer::ProducerMetrics;
+use kafka_tests::txn_suite::{self as suite, PATIENCE};
+
+struct Blocking;
+
+/// The group consumer (a local type for the suite's trait).
+struct Member(GroupConsumer);
+
+struct TxnProducer {
+    p: Producer,
+    sent: Vec<Delivery>,
+}
+
+impl suite::Adapter for Blocking {
+    type Producer = TxnProducer;
+    type Member = Member;
+    fn producer(&mut self, config: ClientConfig) -> TxnProducer {
+        let p = Producer::new(config).expect("producer");
+        p.init_transactions(PATIENCE).expect("init_transactions");
+        TxnProducer {
+            p,
+            sent: Vec::new(),
+        }
+    }
+    fn member(&mut self, config: ClientConfig, topic: &str) -> Member {
+        let c = GroupConsumer::new(config).expect("group consumer");
+        c.subscribe([topic]).expect("subscribe");
+        Member(c)
+    }
+}
+
+impl suite::TxnProducer for TxnProducer {
+    fn begin(&mut self) {
+        self.p.begin_transaction().expect("begin_transaction");
+    }
+    fn send(&mut self, topic: &str, key: &str, value: &str) {
+        let record = Record::new(topic, value.to_string()).key(key.to_string());
+        self.sent.push(self.p.send(record).expect("send"));
+    }
+    fn outcomes(&mut self) -> Vec<Result<(), String>> {
+        self.sent
+            .drain(..)
+            .map(|d| match d.wait_timeout(PATIENCE) {
+                Ok(outcome) => outcome.map(|_| ()).map_err(|e| e.to_string()),
+                Err(_) => panic!("no outcome within {PATIENCE:?}"),
+            })
+            .collect()
+    }
+    fn send_offsets(&mut self, offsets: Vec<(String, i32, i64)>, group: &GroupMetadata) {
+        self.p
+            .send_offsets_to_transaction(offsets, group, PATIENCE)
+            .expect("send_offsets_to_transaction");
+    }
+    fn commit(&mut self) -> Result<(), String> {
+        self.p
+            .commit_transaction(PATIENCE)
+            .map_err(|e| e.to_string())
+    }
+    fn abort(&mut self) -> Result<(), String> {
+        self.p
+            .abort_transaction(PATIENCE)
+            .map_err(|e| e.to_string())
+    }
+    fn close(&mut self) -> ProducerMetrics {
+        self.p.close(PATIENCE).expect("close")
+    }
+}
+
+impl suite::TxnMember for Member {
+    fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
+        self.0.poll(timeout).expect("poll")
+    }
+    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<(String, i32, i64)>) {
+        self.0.transaction_offsets().expect("transaction_offsets")
+    }
+    fn close(&mut self) {
+        self.0.close().expect("close");
+    }
+}
+
+#[test]
+fn real_broker_committed_once_aborted_never() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("txn_blocking commit and abort") else {
+        return;
+    };
+    suite::commit_and_abort(&mut Blocking, &bootstrap, "blocking");
+}
+
+#[test]
+fn real_broker_consume_transform_produce_commits_offsets_with_the_output() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("txn_blocking consume-transform-produce")
+    else {
+        return;
+    };
+    suite::consume_transform_produce(&mut Blocking, &bootstrap, "blocking");
+}
+
+/// Waits until the producer's counters say `committed` transactions committed.
+fn until_committed(p: &Producer, committed: u64) {
+    let start = std::time::Instant::now();
+    while p.metrics().expect("metrics").transactions_committed < committed {
+        assert!(start.elapsed() < PATIENCE, "the commit never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn real_broker_a_call_repeated_after_its_timeout_gets_its_result() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("txn_blocking repeated call") else {
+        return;
+    };
+    let topic = kafka_tests::producer_suite::unique_topic("txn-retry-blocking");
+    kafka_tests::producer_suite::create_topic_with(&bootstrap, &topic, suite::PARTITIONS);
+    let config = suite::producer_config(&bootstrap, &format!("{topic}-tx"));
+    let p = Producer::new(config).expect("producer");
+    let first = p.init_transactions(Duration::ZERO);
+    assert!(matches!(first, Err(Error::Timeout(_))), "{first:?}");
+    // Done by now or not: the repeated call gets init's result either way.
+    std::thread::sleep(Duration::from_millis(500));
+    p.init_transactions(PATIENCE).expect("init, repeated");
+
+    p.begin_transaction().expect("begin");
+    let d = p.send(Record::new(topic.as_str(), "a")).expect("send");
+    let first = p.commit_transaction(Duration::ZERO);
+    assert!(matches!(first, Err(Error::Timeout(_))), "{first:?}");
+    until_committed(&p, 1);
+    p.commit_transaction(PATIENCE)
+        .expect("the commit that ended after the caller's timeout");
+    d.wait().expect("delivered");
+
+    // A result nobody took answers only the same call next: not a later commit.
+    p.begin_transaction().expect("begin");
+    let first = p.commit_transaction(Duration::ZERO);
+    assert!(matches!(first, Err(Error::Timeout(_))), "{first:?}");
+    until_committed(&p, 2);
+    p.begin_transaction()
+        .expect("begin after the unclaimed commit");
+    let d = p.send(Record::new(topic.as_str(), "b")).expect("send");
+    p.commit_transaction(PATIENCE).expect("commit b");
+    d.wait().expect("delivered");
+    assert_eq!(p.metrics().expect("metrics").transactions_committed, 3);
+    p.begin_transaction()
+        .expect("b's commit really ended its transaction");
+    p.abort_transaction(PATIENCE).expect("abort the empty one");
+    p.close(PATIENCE).expect("close");
+
+    let mut seen = suite::read_values(&bootstrap, &topic, "read_committed", 2);
+    seen.sort();
+    assert_eq!(seen, ["a", "b"]);
+}
