@@ -334,6 +334,18 @@ fn effects() -> Vec<Effect> {
             "partitioner_ignore_keys",
         ),
         e(
+            "transactional.id",
+            "tx-1",
+            |c| c.producer().transactional_id.as_deref() == Some("tx-1"),
+            "transactional_id",
+        ),
+        e(
+            "transaction.timeout.ms",
+            "30000",
+            |c| c.producer().transaction_timeout == Duration::from_secs(30),
+            "transaction_timeout",
+        ),
+        e(
             "auto.offset.reset",
             "earliest",
             |c| c.consumer().auto_offset_reset == OffsetReset::Earliest,
@@ -567,11 +579,7 @@ fn every_accepted_key_has_an_effect_and_a_reader() {
 #[test]
 fn unknown_and_malformed_keys_are_refused_with_the_key_named() {
     // Keys whose section does not exist (or never will) are refused.
-    for key in [
-        "transactional.id",
-        "ssl.keystore.location",
-        "sasl.jaas.config",
-    ] {
+    for key in ["ssl.keystore.location", "sasl.jaas.config"] {
         let err = ClientConfig::from_pairs([("bootstrap.servers", "b:1"), (key, "x")])
             .unwrap_err()
             .to_string();
