@@ -2,7 +2,8 @@
 //! go through `txn_worker` (a group consumer reading `read_committed` and a
 //! transactional producer, offsets committed inside each transaction), which is killed
 //! with SIGKILL at random points and restarted three times. The output, read
-//! `read_committed`, holds every input record exactly once.
+//! `read_committed`, holds every input record exactly once. The whole run is done under
+//! both transaction protocols: the rig's `transaction.version` (2, KIP-890) and then 1.
 //!
 //! The random points come from a seed printed at the start (`TXN_PIPELINE_SEED` replays
 //! one); `TXN_PIPELINE_RECORDS` changes the record count (default 200,000).
@@ -17,7 +18,7 @@ use kafka_blocking::{Producer, Record};
 use kafka_core::admin::ListConsumerGroupOffsets;
 use kafka_core::config::ClientConfig;
 use kafka_tests::broker_or_skip;
-use txn_common::{client, read_all, topic, unique};
+use txn_common::{client, read_all, set_transaction_version, topic, transaction_version, unique};
 
 const PARTITIONS: i32 = 6;
 
@@ -79,7 +80,7 @@ impl Rng {
 }
 
 #[test]
-fn every_record_once_through_three_crashes() {
+fn every_record_once_through_three_crashes_under_both_protocols() {
     let Some(addr) = broker_or_skip("broker_txn_pipeline") else {
         return;
     };
@@ -99,6 +100,24 @@ fn every_record_once_through_three_crashes() {
         });
     println!("TXN_PIPELINE_SEED={seed}");
     let mut rng = Rng(seed);
+    let initial = transaction_version(&addr);
+    assert!(
+        initial >= 1,
+        "the rig finalizes transaction.version: {initial}"
+    );
+    let other = if initial >= 2 { 1 } else { 2 };
+    for level in [initial, other] {
+        if level != transaction_version(&addr) {
+            set_transaction_version(&addr, level);
+        }
+        println!("transaction.version {level}");
+        every_record_once_through_three_crashes(&addr, n, &mut rng);
+    }
+    set_transaction_version(&addr, initial);
+}
+
+fn every_record_once_through_three_crashes(addr: &str, n: u64, rng: &mut Rng) {
+    let addr = addr.to_string();
     let input = topic(&addr, "eos-in", PARTITIONS);
     let output = topic(&addr, "eos-out", PARTITIONS);
     let group = unique("eos-g");

@@ -245,6 +245,8 @@ func produce(a *args) (map[string]any, error) {
 	}
 	txns := 0
 	inTxn := int64(0)
+	// Commit latency: Flush + EndTransaction, per transaction.
+	var commitMs []float64
 	for i := int64(0); i < n; i++ {
 		if txnID != "" && inTxn == 0 {
 			if err := cl.BeginTransaction(); err != nil {
@@ -262,12 +264,14 @@ func produce(a *args) (map[string]any, error) {
 		cl.Produce(ctx, r, promise)
 		inTxn++
 		if txnID != "" && (inTxn == txnRecords || i+1 == n) {
+			t0 := time.Now()
 			if err := cl.Flush(ctx); err != nil {
 				return nil, fmt.Errorf("flush: %w", err)
 			}
 			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 				return nil, fmt.Errorf("commit: %w", err)
 			}
+			commitMs = append(commitMs, float64(time.Since(t0).Nanoseconds())/1e6)
 			txns++
 			inTxn = 0
 		}
@@ -293,11 +297,15 @@ func produce(a *args) (map[string]any, error) {
 		latOut = percentiles(lat)
 	}
 	latMu.Unlock()
+	var commitOut any
+	if txnID != "" {
+		commitOut = percentiles(commitMs)
+	}
 	return map[string]any{
 		"peer": "franz-go", "version": version(), "op": "produce",
 		"records": acked.Load(), "bytes": byteCount.Load(), "errors": errs.Load(),
 		"elapsed_s": last, "first_s": float64(firstNs.Load()) / 1e9, "steady_rps": steady,
-		"txns": txns, "lat_ms": latOut, "partitions": parts, "error": e,
+		"txns": txns, "lat_ms": latOut, "commit_ms": commitOut, "partitions": parts, "error": e,
 	}, nil
 }
 

@@ -414,29 +414,6 @@ impl Harness {
         let mut out = Vec::new();
         for (i, p) in self.peers.iter().enumerate() {
             let consume = !w.is_produce();
-            let txn = matches!(
-                w.kind,
-                Kind::Produce {
-                    txn_records: Some(_),
-                    ..
-                }
-            );
-            let cannot = if consume {
-                p.cannot_consume()
-            } else if txn {
-                p.cannot_transact()
-            } else {
-                None
-            };
-            if let Some(why) = cannot {
-                eprintln!("e2e: {}: SKIPPED {}: {why}", w.id, p.client.name());
-                self.notes.push(format!(
-                    "skipped **{}** in {}: {why}",
-                    p.client.name(),
-                    w.id
-                ));
-                continue;
-            }
             if consume && matches!(w.kind, Kind::Consume { group: false }) && !p.can_assign() {
                 continue;
             }
@@ -493,19 +470,6 @@ impl Harness {
 
     fn startup_run(&mut self, i: usize, produce: bool, round: u32, pool: &Path) {
         let p = &self.peers[i];
-        if let Some(why) = p.cannot_consume().filter(|_| !produce) {
-            if round == 1 {
-                eprintln!(
-                    "e2e: start-up (consume): SKIPPED {}: {why}",
-                    p.client.name()
-                );
-                self.notes.push(format!(
-                    "skipped **{}** in the consume start-up runs: {why}",
-                    p.client.name()
-                ));
-            }
-            return;
-        }
         let cmd = if produce {
             p.produce_cmd(&ProduceSpec {
                 bootstrap: &self.broker.bootstrap,
@@ -677,6 +641,7 @@ impl Harness {
         rec.broker_cpu_s = broker;
         rec.load1 = load1;
         rec.lat = res.lat;
+        rec.commit = res.commit;
         rec.txns = res.txns;
         rec.wall_s = out.wall_s;
     }

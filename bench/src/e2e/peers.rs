@@ -42,11 +42,6 @@ impl Client {
     }
 }
 
-/// Why ours has no consume rows yet.
-pub(crate) const OURS_NO_CONSUMER: &str = "ours: no consumer yet";
-/// Why ours has no transactional rows yet.
-pub(crate) const OURS_NO_TRANSACTIONS: &str = "ours: no transactions yet";
-
 /// Java tool JVM flags: the perf scripts' heap and G1 settings, one processor (the
 /// client is pinned to one core).
 const JAVA_TOOL_OPTS: &str =
@@ -309,6 +304,8 @@ pub(crate) struct PeerResult {
     pub(crate) steady_rps: Option<f64>,
     pub(crate) txns: Option<u64>,
     pub(crate) lat: Option<Latency>,
+    /// Transactional produce: commit call (flush + EndTxn) to its result, in ms.
+    pub(crate) commit: Option<Latency>,
     pub(crate) partitions: Vec<PartResult>,
     pub(crate) bad_values: u64,
     pub(crate) error: String,
@@ -484,16 +481,6 @@ impl Peer {
         !matches!(self.program, Program::JavaTools { .. })
     }
 
-    /// Why this client cannot run consumes, if it cannot.
-    pub(crate) fn cannot_consume(&self) -> Option<&'static str> {
-        (self.client == Client::Ours).then_some(OURS_NO_CONSUMER)
-    }
-
-    /// Why this client cannot run transactional produces, if it cannot.
-    pub(crate) fn cannot_transact(&self) -> Option<&'static str> {
-        (self.client == Client::Ours).then_some(OURS_NO_TRANSACTIONS)
-    }
-
     /// Reads the client's own report of a run.
     pub(crate) fn parse(&self, produce: bool, out: &Outcome) -> Result<PeerResult, String> {
         match &self.program {
@@ -513,15 +500,19 @@ fn parse_contract(stdout: &str) -> Result<PeerResult, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("bad JSON result line: {e}"))?;
     let u = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
     let f = |k: &str| v.get(k).and_then(Value::as_f64);
-    let lat = v.get("lat_ms").filter(|l| l.is_object()).map(|l| {
-        let g = |k: &str| l.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-        Latency {
-            p50: g("p50"),
-            p99: g("p99"),
-            p999: g("p999"),
-            max: g("max"),
-        }
-    });
+    let latency = |key: &str| {
+        v.get(key).filter(|l| l.is_object()).map(|l| {
+            let g = |k: &str| l.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+            Latency {
+                p50: g("p50"),
+                p99: g("p99"),
+                p999: g("p999"),
+                max: g("max"),
+            }
+        })
+    };
+    let lat = latency("lat_ms");
+    let commit = latency("commit_ms");
     let partitions = v
         .get("partitions")
         .and_then(Value::as_array)
@@ -550,6 +541,7 @@ fn parse_contract(stdout: &str) -> Result<PeerResult, String> {
         steady_rps: f("steady_rps").filter(|r| *r > 0.0),
         txns: v.get("txns").and_then(Value::as_u64),
         lat,
+        commit,
         partitions,
         bad_values: u("bad_values"),
         error: v
@@ -617,6 +609,7 @@ fn parse_java_produce(stdout: &str, stderr: &str) -> Result<PeerResult, String> 
             p999: n[7],
             max: n[3],
         }),
+        commit: None,
         partitions: Vec::new(),
         bad_values: 0,
         error,
@@ -652,6 +645,7 @@ fn parse_java_consume(stdout: &str, stderr: &str) -> Result<PeerResult, String> 
         steady_rps: Some(num(9)).filter(|r| *r > 0.0),
         txns: None,
         lat: None,
+        commit: None,
         partitions: Vec::new(),
         bad_values: 0,
         error,
@@ -702,5 +696,18 @@ mod tests {
         );
         assert_eq!(r.steady_rps, Some(22.5));
         assert!(r.lat.is_none());
+        assert!(r.commit.is_none());
+    }
+
+    #[test]
+    fn reads_commit_latency_of_transactional_produces() {
+        let out = "{\"peer\":\"x\",\"op\":\"produce\",\"records\":20,\"bytes\":2000,\"errors\":0,\"elapsed_s\":0.5,\
+\"first_s\":0.1,\"steady_rps\":40.0,\"txns\":2,\"lat_ms\":null,\"commit_ms\":{\"n\":2,\"p50\":7.5,\"p99\":9.25,\"p999\":9.25,\"max\":9.25},\
+\"partitions\":[{\"p\":0,\"count\":20,\"last\":21}],\"error\":\"\"}";
+        let r = parse_contract(out).unwrap();
+        assert_eq!(r.txns, Some(2));
+        assert!(r.lat.is_none());
+        let c = r.commit.expect("commit_ms");
+        assert_eq!((c.p50, c.p99, c.max), (7.5, 9.25, 9.25));
     }
 }

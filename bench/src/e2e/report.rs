@@ -27,6 +27,8 @@ pub(crate) struct RunRecord {
     pub(crate) broker_cpu_s: Option<f64>,
     pub(crate) load1: f64,
     pub(crate) lat: Option<Latency>,
+    /// Transactional produce: commit latency over the run's transactions.
+    pub(crate) commit: Option<Latency>,
     pub(crate) txns: Option<u64>,
     pub(crate) markers: Option<u64>,
     pub(crate) log_bytes: Option<u64>,
@@ -101,6 +103,7 @@ impl RunRecord {
             "broker_ceiling_records_per_s": self.broker_ceiling_rps(),
             "load1_at_start": self.load1,
             "latency_ms": self.lat.map(|l| json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max})),
+            "commit_ms": self.commit.map(|l| json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max})),
             "txns": self.txns,
             "txn_markers": self.markers,
             "log_bytes": self.log_bytes,
@@ -159,6 +162,7 @@ pub(crate) struct Summary {
     pub(crate) broker_ceiling: Option<f64>,
     pub(crate) load1: Option<f64>,
     pub(crate) lat: Option<Latency>,
+    pub(crate) commit: Option<Latency>,
     pub(crate) txns: Option<f64>,
     pub(crate) markers: Option<f64>,
     pub(crate) log_bytes_per_record: Option<f64>,
@@ -171,12 +175,17 @@ impl Summary {
             median(ok.iter().filter_map(|r| f(r)).collect())
         };
         let rps: Vec<f64> = ok.iter().map(|r| r.rps()).collect();
-        let lat = (!ok.is_empty() && ok.iter().all(|r| r.lat.is_some())).then(|| Latency {
-            p50: m(&|r| r.lat.map(|l| l.p50)).unwrap_or(f64::NAN),
-            p99: m(&|r| r.lat.map(|l| l.p99)).unwrap_or(f64::NAN),
-            p999: m(&|r| r.lat.map(|l| l.p999)).unwrap_or(f64::NAN),
-            max: m(&|r| r.lat.map(|l| l.max)).unwrap_or(f64::NAN),
-        });
+        // Each percentile's median over the rounds, when every verified round has one.
+        let latency = |get: &dyn Fn(&RunRecord) -> Option<Latency>| {
+            (!ok.is_empty() && ok.iter().all(|r| get(r).is_some())).then(|| Latency {
+                p50: m(&|r| get(r).map(|l| l.p50)).unwrap_or(f64::NAN),
+                p99: m(&|r| get(r).map(|l| l.p99)).unwrap_or(f64::NAN),
+                p999: m(&|r| get(r).map(|l| l.p999)).unwrap_or(f64::NAN),
+                max: m(&|r| get(r).map(|l| l.max)).unwrap_or(f64::NAN),
+            })
+        };
+        let lat = latency(&|r| r.lat);
+        let commit = latency(&|r| r.commit);
         let first = runs[0];
         Summary {
             workload: first.workload.clone(),
@@ -204,6 +213,7 @@ impl Summary {
             broker_ceiling: m(&|r| r.broker_ceiling_rps()),
             load1: m(&|r| Some(r.load1)),
             lat,
+            commit,
             txns: m(&|r| r.txns.filter(|t| *t > 0).map(|t| t as f64)),
             markers: m(&|r| r.markers.map(|t| t as f64)),
             log_bytes_per_record: m(&|r| {
@@ -249,6 +259,7 @@ impl Summary {
             "bound": self.bound(),
             "load1_median": self.load1,
             "latency_ms_median": self.lat.map(|l| json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max})),
+            "commit_ms_median": self.commit.map(|l| json!({"p50": l.p50, "p99": l.p99, "p999": l.p999, "max": l.max})),
             "txns_median": self.txns,
             "txn_markers_median": self.markers,
             "log_bytes_per_record_median": self.log_bytes_per_record,
@@ -288,6 +299,9 @@ pub(crate) fn table(rows: &[Summary]) -> String {
         }
         if let Some(t) = r.txns {
             more.push(format!("{t:.0} txns"));
+        }
+        if let Some(c) = r.commit {
+            more.push(format!("commit p50/p99 {:.1}/{:.1} ms", c.p50, c.p99));
         }
         if let Some(m) = r.markers {
             more.push(format!("{m:.0} txn markers"));

@@ -287,6 +287,8 @@ fn produce(a: &Args) -> Result<String, String> {
     ctx.start.set(start).ok();
     let mut txns = 0u64;
     let mut in_txn = 0u64;
+    // Commit latency: flush + commit_transaction, per transaction.
+    let mut commit_ms: Vec<f64> = Vec::new();
     for i in 0..n {
         if txn_id.is_some() && in_txn == 0 {
             producer
@@ -321,10 +323,12 @@ fn produce(a: &Args) -> Result<String, String> {
         }
         in_txn += 1;
         if txn_id.is_some() && (in_txn == txn_records || i + 1 == n) {
+            let t0 = Instant::now();
             flush_all(&producer, timeout)?;
             producer
                 .commit_transaction(timeout)
                 .map_err(|e| format!("commit_transaction: {e}"))?;
+            commit_ms.push(t0.elapsed().as_secs_f64() * 1e3);
             txns += 1;
             in_txn = 0;
         }
@@ -357,11 +361,16 @@ fn produce(a: &Args) -> Result<String, String> {
     Ok(format!(
         "{{\"peer\":\"rdkafka\",\"version\":{},\"op\":\"produce\",\"records\":{acked},\"bytes\":{},\"errors\":{},\
 \"elapsed_s\":{last:.6},\"first_s\":{:.6},\"steady_rps\":{steady:.1},\"txns\":{txns},\"lat_ms\":{lat},\
-\"partitions\":[{}],\"error\":{}}}",
+\"commit_ms\":{},\"partitions\":[{}],\"error\":{}}}",
         json_str(&version()),
         ctx.bytes.load(Relaxed),
         ctx.errors.load(Relaxed),
         ctx.first_ns.load(Relaxed) as f64 / 1e9,
+        if txn_id.is_some() {
+            percentiles(commit_ms)
+        } else {
+            "null".into()
+        },
         parts.join(","),
         json_str(&err)
     ))

@@ -1,162 +1,27 @@
-//! Our client as an e2e benchmark peer (contract: `bench/peers/README.md`).
-//!
-//! `produce` drives `kafka_core::producer::Producer` on `kafka-blocking`'s driver
-//! thread: each `with_core` command hands it records until `WouldBlock` or a chunk of
-//! 20,000, then takes the delivery reports (one per batch). The main thread and the
+//! `produce`: the core producer on `kafka-blocking`'s driver thread. Each `with_core`
+//! command hands it records until `WouldBlock`, a chunk of 20,000 or the end of the
+//! transaction, then takes the delivery reports (one per batch). The main thread and the
 //! driver share the run's state by moving it into each command and back, so the
 //! per-record work is one `send` of a record that borrows its payload line.
 //!
-//! Not supported yet: `consume` (no consumer) and `--transactional-id` (no
-//! transactions); both exit non-zero with a message.
+//! With `--transactional-id`: `init_transactions` before the timed window, then
+//! `begin_transaction`, `--txn-records` sends, `commit_transaction` (which flushes) and a
+//! wait for its result; `commit_ms` is commit call → result.
 
-use std::collections::BTreeMap;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use kafka_blocking::BlockingClient;
 use kafka_core::client::OpId;
 use kafka_core::config::ClientConfig;
-use kafka_core::producer::{Producer, ProducerRecord, SendError};
+use kafka_core::producer::{Producer, ProducerRecord, SendError, TxnOp};
+
+use crate::{json_str, percentiles, read_payloads, version, Args};
 
 /// Records handed over per command at most (the driver does no I/O meanwhile).
 const CHUNK: u64 = 20_000;
 /// Pause when the producer cannot take a record (metadata unknown, buffer full) and
-/// between polls for the last reports.
+/// between polls for the last reports or a transaction's result.
 const IDLE: Duration = Duration::from_micros(200);
-
-struct Args {
-    op: String,
-    kv: BTreeMap<String, String>,
-    set: Vec<(String, String)>,
-}
-
-impl Args {
-    fn parse() -> Result<Self, String> {
-        let mut it = std::env::args().skip(1);
-        let op = it
-            .next()
-            .ok_or("usage: e2e-peer-ours produce|version [--key value]...")?;
-        let mut kv = BTreeMap::new();
-        let mut set = Vec::new();
-        while let Some(k) = it.next() {
-            let key = k
-                .strip_prefix("--")
-                .ok_or(format!("unexpected argument {k}"))?
-                .to_string();
-            let v = it.next().ok_or(format!("--{key} needs a value"))?;
-            if key == "set" {
-                let (a, b) = v
-                    .split_once('=')
-                    .ok_or(format!("--set {v}: expected key=value"))?;
-                set.push((a.to_string(), b.to_string()));
-            } else {
-                kv.insert(key, v);
-            }
-        }
-        Ok(Args { op, kv, set })
-    }
-    fn str(&self, k: &str) -> Result<&str, String> {
-        self.kv
-            .get(k)
-            .map(String::as_str)
-            .ok_or(format!("--{k} is required"))
-    }
-    fn opt(&self, k: &str) -> Option<&str> {
-        self.kv.get(k).map(String::as_str)
-    }
-    fn num(&self, k: &str, default: Option<u64>) -> Result<u64, String> {
-        match self.kv.get(k) {
-            Some(v) => v.parse().map_err(|_| format!("--{k} {v}: not a number")),
-            None => default.ok_or(format!("--{k} is required")),
-        }
-    }
-}
-
-fn main() -> ExitCode {
-    let args = match Args::parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("e2e-peer-ours: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let r = match args.op.as_str() {
-        "version" => {
-            println!("{}", version());
-            return ExitCode::SUCCESS;
-        }
-        "produce" => produce(&args),
-        "consume" => Err("consume is not supported yet: our client has no consumer".into()),
-        other => Err(format!("unknown op {other}")),
-    };
-    match r {
-        Ok(line) => {
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("e2e-peer-ours: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn version() -> String {
-    format!(
-        "ours: kafka-core {} producer on kafka-blocking",
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
-/// A JSON string literal.
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// The payload lines, for the life of the process (records borrow them from commands
-/// that run on the driver thread).
-fn read_payloads(path: &str) -> Result<&'static [&'static [u8]], String> {
-    let text: &'static [u8] = Vec::leak(std::fs::read(path).map_err(|e| format!("{path}: {e}"))?);
-    let pool: Vec<&'static [u8]> = text
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty())
-        .collect();
-    if pool.is_empty() {
-        return Err(format!("{path}: no payload lines"));
-    }
-    Ok(Vec::leak(pool))
-}
-
-/// Java's percentile rule (ProducerPerformance): the value at index floor(q * n) of the
-/// sorted list.
-fn percentiles(mut v: Vec<f64>) -> String {
-    if v.is_empty() {
-        return "null".into();
-    }
-    v.sort_by(f64::total_cmp);
-    let at = |q: f64| v[((q * v.len() as f64) as usize).min(v.len() - 1)];
-    format!(
-        "{{\"n\":{},\"p50\":{:.3},\"p99\":{:.3},\"p999\":{:.3},\"max\":{:.3}}}",
-        v.len(),
-        at(0.5),
-        at(0.99),
-        at(0.999),
-        v[v.len() - 1]
-    )
-}
 
 /// Everything a run counts; moved into each driver command and back.
 struct State {
@@ -183,6 +48,8 @@ struct State {
     part_count: Vec<u64>,
     part_last: Vec<i64>,
     outstanding: usize,
+    /// The transaction step that finished, with its result (transactional runs).
+    txn_done: Option<(TxnOp, Result<(), String>)>,
 }
 
 fn grow<T: Clone>(v: &mut Vec<T>, i: usize, fill: T) -> &mut T {
@@ -232,6 +99,9 @@ impl State {
             }
         }
         self.outstanding = p.batches_outstanding();
+        if let Some((op, r)) = p.take_transaction_result() {
+            self.txn_done = Some((op, r.map_err(|e| e.to_string())));
+        }
     }
 }
 
@@ -247,18 +117,16 @@ fn command<T: Send + 'static>(
         .ok_or_else(|| "the producer has stopped".to_string())
 }
 
-fn produce(a: &Args) -> Result<String, String> {
-    if a.opt("transactional-id").is_some() {
-        return Err(
-            "--transactional-id is not supported yet: our producer has no transactions".into(),
-        );
-    }
+pub(crate) fn produce(a: &Args) -> Result<String, String> {
     let topic: &'static str = String::leak(a.str("topic")?.to_string());
     let n = a.num("records", None)?;
     let pool = read_payloads(a.str("payload-file")?)?;
     let rate = a.num("rate", Some(0))?;
     let warmup = a.num("warmup-records", Some(n / 10))?.clamp(1, n.max(1));
     let rate_mode = rate > 0;
+    let txn_id = a.opt("transactional-id");
+    let transactional = txn_id.is_some();
+    let txn_records = a.num("txn-records", Some(10_000))?.max(1);
 
     let mut pairs: Vec<(String, String)> = vec![
         ("bootstrap.servers".into(), a.str("bootstrap")?.into()),
@@ -282,6 +150,9 @@ fn produce(a: &Args) -> Result<String, String> {
         ),
         ("max.in.flight.requests.per.connection".into(), "5".into()),
     ];
+    if let Some(t) = txn_id {
+        pairs.push(("transactional.id".into(), t.into()));
+    }
     pairs.extend(a.set.iter().cloned());
     let config = ClientConfig::from_pairs(pairs).map_err(|e| format!("config: {e}"))?;
     let client = BlockingClient::new(config.clone()).map_err(|e| format!("client: {e}"))?;
@@ -290,9 +161,8 @@ fn produce(a: &Args) -> Result<String, String> {
         .with_core(move |c| c.start_op(Instant::now(), producer))
         .map_err(|e| format!("driver: {e}"))?;
 
-    let start = Instant::now();
     let mut st = Box::new(State {
-        start,
+        start: Instant::now(),
         next: 0,
         line: 0,
         acked: 0,
@@ -309,7 +179,20 @@ fn produce(a: &Args) -> Result<String, String> {
         part_count: Vec::new(),
         part_last: Vec::new(),
         outstanding: 0,
+        txn_done: None,
     });
+    if transactional {
+        command(&client, id, |p, _| p.init_transactions())?
+            .map_err(|e| format!("init_transactions: {e}"))?;
+        st = wait_txn(&client, id, st, TxnOp::Init, (warmup, rate_mode))?;
+    }
+    // The timed window starts here, as the peers' (after initTransactions).
+    let start = Instant::now();
+    st.start = start;
+    let mut txns = 0u64;
+    let mut commit_ms: Vec<f64> = Vec::new();
+    // The first record not in the open transaction (0: none open).
+    let mut txn_end = 0u64;
     let limit = Duration::from_secs(if rate_mode { n / rate + 300 } else { 600 });
     while st.next < n {
         if start.elapsed() > limit {
@@ -331,8 +214,22 @@ fn produce(a: &Args) -> Result<String, String> {
         } else {
             n
         };
+        let begin = transactional && txn_end <= st.next;
+        if begin {
+            txn_end = (st.next + txn_records).min(n);
+        }
+        let until = if transactional {
+            until.min(txn_end)
+        } else {
+            until
+        };
         let (s, taken, failed) = command(&client, id, move |p, cx| {
             let mut s = st;
+            if begin {
+                if let Err(e) = p.begin_transaction(cx) {
+                    return (s, 0, Some(format!("begin_transaction: {e}")));
+                }
+            }
             let stop = until.min(s.next + CHUNK);
             let now_ns = if rate_mode { s.ns(Instant::now()) } else { 0 };
             let before = s.next;
@@ -360,7 +257,7 @@ fn produce(a: &Args) -> Result<String, String> {
                     }
                 }
             }
-            if s.next == n {
+            if s.next == n && !transactional {
                 // As the peers' flush: the last batches go without waiting out linger.
                 p.flush();
             }
@@ -372,7 +269,15 @@ fn produce(a: &Args) -> Result<String, String> {
         if let Some(e) = failed {
             return Err(e);
         }
-        if taken == 0 {
+        if transactional && st.next == txn_end {
+            // Commit: flush, then EndTxn; the next transaction begins once it is known.
+            let t0 = Instant::now();
+            command(&client, id, |p, _| p.commit_transaction())?
+                .map_err(|e| format!("commit_transaction: {e}"))?;
+            st = wait_txn(&client, id, st, TxnOp::Commit, (warmup, rate_mode))?;
+            commit_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+            txns += 1;
+        } else if taken == 0 {
             std::thread::sleep(IDLE);
         }
     }
@@ -426,14 +331,45 @@ fn produce(a: &Args) -> Result<String, String> {
     };
     Ok(format!(
         "{{\"peer\":\"ours\",\"version\":{},\"op\":\"produce\",\"records\":{},\"bytes\":{},\"errors\":{},\
-\"elapsed_s\":{last:.6},\"first_s\":{:.6},\"steady_rps\":{steady:.1},\"txns\":0,\"lat_ms\":{lat},\
-\"partitions\":[{}],\"error\":{}}}",
+\"elapsed_s\":{last:.6},\"first_s\":{:.6},\"steady_rps\":{steady:.1},\"txns\":{txns},\"lat_ms\":{lat},\
+\"commit_ms\":{},\"partitions\":[{}],\"error\":{}}}",
         json_str(&version()),
         s.acked,
         s.bytes,
         s.errors,
         s.first_ns.unwrap_or(0) as f64 / 1e9,
+        if transactional {
+            percentiles(commit_ms)
+        } else {
+            "null".into()
+        },
         parts.join(","),
         json_str(s.first_error.as_deref().unwrap_or(""))
     ))
+}
+
+/// Polls (draining reports) until the transaction step `op` has its result.
+fn wait_txn(
+    client: &BlockingClient,
+    id: OpId<Producer>,
+    mut st: Box<State>,
+    op: TxnOp,
+    (warmup, rate_mode): (u64, bool),
+) -> Result<Box<State>, String> {
+    let limit = Duration::from_secs(120);
+    let t0 = Instant::now();
+    loop {
+        st = command(client, id, move |p, _| {
+            let mut s = st;
+            s.drain(p, warmup, rate_mode);
+            s
+        })?;
+        match st.txn_done.take() {
+            Some((done, Ok(()))) if done == op => return Ok(st),
+            Some((done, Err(e))) => return Err(format!("{done:?}: {e}")),
+            Some(_) => {}
+            None if t0.elapsed() > limit => return Err(format!("{op:?}: no result in {limit:?}")),
+            None => std::thread::sleep(IDLE),
+        }
+    }
 }
