@@ -18,8 +18,7 @@ use kafka_core::admin::ListConsumerGroupOffsets;
 use kafka_core::config::ClientConfig;
 use kafka_tests::broker_or_skip;
 use txn_common::{
-    client, counts, read_all, set_transaction_version, topic, transaction_version, txn_producer,
-    unique, T,
+    client, counts, read_all, topic, txn_producer, under_both_transaction_versions, unique, T,
 };
 
 fn send(p: &kafka_blocking::Producer, topic: &str, values: impl IntoIterator<Item = String>) {
@@ -224,20 +223,10 @@ fn transactions_under_both_protocol_versions() {
     let Some(addr) = broker_or_skip("broker_txn") else {
         return;
     };
-    let initial = transaction_version(&addr);
-    assert!(
-        initial >= 1,
-        "the rig finalizes transaction.version: {initial}"
-    );
-    let other = if initial >= 2 { 1 } else { 2 };
-    for level in [initial, other] {
-        if level != transaction_version(&addr) {
-            set_transaction_version(&addr, level);
-        }
+    under_both_transaction_versions(&addr, |level| {
         commit_and_abort(&addr, level);
         second_instance_fences_the_first(&addr, level);
         offsets_commit_with_the_transaction(&addr, level);
         a_pipeline_round_that_fails_is_aborted_and_retried(&addr);
-    }
-    set_transaction_version(&addr, initial);
+    });
 }

@@ -18,7 +18,7 @@ use kafka_blocking::{Producer, Record};
 use kafka_core::admin::ListConsumerGroupOffsets;
 use kafka_core::config::ClientConfig;
 use kafka_tests::broker_or_skip;
-use txn_common::{client, read_all, set_transaction_version, topic, transaction_version, unique};
+use txn_common::{client, read_all, topic, under_both_transaction_versions, unique};
 
 const PARTITIONS: i32 = 6;
 
@@ -100,20 +100,10 @@ fn every_record_once_through_three_crashes_under_both_protocols() {
         });
     println!("TXN_PIPELINE_SEED={seed}");
     let mut rng = Rng(seed);
-    let initial = transaction_version(&addr);
-    assert!(
-        initial >= 1,
-        "the rig finalizes transaction.version: {initial}"
-    );
-    let other = if initial >= 2 { 1 } else { 2 };
-    for level in [initial, other] {
-        if level != transaction_version(&addr) {
-            set_transaction_version(&addr, level);
-        }
+    under_both_transaction_versions(&addr, |level| {
         println!("transaction.version {level}");
         every_record_once_through_three_crashes(&addr, n, &mut rng);
-    }
-    set_transaction_version(&addr, initial);
+    });
 }
 
 fn every_record_once_through_three_crashes(addr: &str, n: u64, rng: &mut Rng) {

@@ -144,3 +144,21 @@ pub(crate) fn set_transaction_version(addr: &str, level: i16) {
     // The broker's ApiVersions answers follow the metadata log a moment later.
     std::thread::sleep(Duration::from_secs(2));
 }
+
+/// Runs `f` under the cluster's `transaction.version` (2 on the rig: KIP-890), then under
+/// the other protocol (1), and restores the first level.
+pub(crate) fn under_both_transaction_versions(addr: &str, mut f: impl FnMut(i16)) {
+    let initial = transaction_version(addr);
+    assert!(
+        initial >= 1,
+        "the rig finalizes transaction.version: {initial}"
+    );
+    let other = if initial >= 2 { 1 } else { 2 };
+    for level in [initial, other] {
+        if level != transaction_version(addr) {
+            set_transaction_version(addr, level);
+        }
+        f(level);
+    }
+    set_transaction_version(addr, initial);
+}
