@@ -35,6 +35,7 @@
 
 mod consumer;
 mod group;
+mod pipeline;
 mod producer;
 mod runtime;
 
@@ -54,6 +55,7 @@ use kafka_core::protocol::Request;
 use kafka_driver::front::{self, Handle};
 pub use kafka_driver::front::{Call, Task};
 pub use kafka_driver::{HubStats, Notice};
+pub use pipeline::TxnPipeline;
 pub use producer::{DeliveryFuture, Producer, Record, RecordMetadata};
 
 /// Runs [`Task`]s to completion in the background, on any executor.

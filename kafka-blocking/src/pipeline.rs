@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kafka_core::config::{ClientConfig, ConfigError, IsolationLevel};
+use kafka_core::config::ClientConfig;
 
 use crate::{ConsumerRecord, Error, GroupConsumer, Producer, Record};
 
@@ -58,32 +58,7 @@ impl TxnPipeline {
         producer: ClientConfig,
         topics: impl IntoIterator<Item = T>,
     ) -> Result<TxnPipeline, Error> {
-        let bad = |key: &str, value: &str, why: &str| {
-            Error::Config(ConfigError::Conflict {
-                reason: format!("{key}={value}: {why}"),
-            })
-        };
-        if consumer.consumer().isolation_level != IsolationLevel::ReadCommitted {
-            return Err(bad(
-                "isolation.level",
-                "read_uncommitted",
-                "a pipeline reads read_committed",
-            ));
-        }
-        if consumer.group().enable_auto_commit {
-            return Err(bad(
-                "enable.auto.commit",
-                "true",
-                "offsets commit in the transaction",
-            ));
-        }
-        if producer.producer().transactional_id.is_none() {
-            return Err(bad(
-                "transactional.id",
-                "",
-                "a pipeline writes transactionally",
-            ));
-        }
+        kafka_driver::pipeline::check_configs(&consumer, &producer)?;
         let timeout = producer.producer().transaction_timeout;
         let producer = Producer::new(producer)?;
         producer.init_transactions(timeout)?;

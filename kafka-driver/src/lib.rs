@@ -40,6 +40,7 @@ pub mod front;
 pub mod group;
 mod hub;
 pub mod pipe;
+pub mod pipeline;
 pub mod producer;
 
 use std::io::Read;

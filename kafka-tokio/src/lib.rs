@@ -33,6 +33,7 @@
 
 mod consumer;
 mod group;
+mod pipeline;
 mod producer;
 mod runtime;
 
@@ -51,6 +52,7 @@ use kafka_core::protocol::Request;
 pub use kafka_driver::front::Call;
 use kafka_driver::front::{self, Handle as FrontHandle};
 pub use kafka_driver::{HubStats, Notice};
+pub use pipeline::TxnPipeline;
 pub use producer::{DeliveryFuture, Producer, Record, RecordMetadata};
 use tokio::runtime::Handle;
 

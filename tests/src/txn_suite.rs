@@ -11,7 +11,8 @@
 //!    per poll the producer begins, sends each record transformed to an output topic,
 //!    sends the consumer's [`TxnMember::transaction_offsets`] into the transaction and
 //!    commits. Afterwards the group's committed offsets (admin list group offsets) are
-//!    the input's end offsets and the output holds each input record once.
+//!    the input's end offsets and the output holds each input record once;
+//! 3. [`txn_pipeline`]: the same through the adapter's `TxnPipeline` helper.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_core::group::GroupMetadata;
 use kafka_core::producer::ProducerMetrics;
+
+use kafka_driver::producer::Record;
 
 use crate::producer_suite;
 
@@ -264,7 +267,7 @@ fn fill_input(bootstrap: &str, name: &str) -> (String, BTreeMap<i32, i64>) {
 }
 
 /// The output value for an input value.
-fn transform(value: &[u8]) -> String {
+pub fn transform(value: &[u8]) -> String {
     format!("out({})", String::from_utf8_lossy(value))
 }
 
@@ -346,20 +349,107 @@ pub fn consume_transform_produce(adapter: &mut impl Adapter, bootstrap: &str, na
     assert_eq!(m.transactions_committed, transactions as u64, "{m:?}");
     member.close();
 
-    // The offsets commit with the transaction markers, just after EndTxn answers.
-    let mut got = committed(bootstrap, &group, &input);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while got != ends && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        got = committed(bootstrap, &group, &input);
-    }
-    assert_eq!(got, ends, "the group's offsets are the input's end offsets");
+    offsets_and_output_match(bootstrap, &group, &input, &output, &ends);
+}
 
-    let out = read_values(bootstrap, &output, "read_committed", INPUT);
+/// After a pipeline over the whole input: the group's committed offsets are the input's
+/// end offsets and the output, read `read_committed`, holds each input record's
+/// [`transform`] exactly once.
+fn offsets_and_output_match(
+    bootstrap: &str,
+    group: &str,
+    input: &str,
+    output: &str,
+    ends: &BTreeMap<i32, i64>,
+) {
+    // The offsets commit with the transaction markers, just after EndTxn answers.
+    let mut got = committed(bootstrap, group, input);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while &got != ends && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        got = committed(bootstrap, group, input);
+    }
+    assert_eq!(
+        &got, ends,
+        "the group's offsets are the input's end offsets"
+    );
+
+    let out = read_values(bootstrap, output, "read_committed", INPUT);
     let c = counts(&out);
     assert_eq!(out.len(), INPUT, "read_committed output");
     for i in 0..INPUT {
         let want = transform(format!("in-{i}").as_bytes());
         assert_eq!(c.get(want.as_str()), Some(&1), "{want}");
     }
+}
+
+/// The `transform` a pipeline test gives `run_once`: each record's [`transform`]ed value,
+/// with its key, to `output`.
+pub fn to_output(output: &str) -> impl FnMut(&ConsumerRecord, &mut Vec<Record>) + '_ {
+    move |r, out| {
+        let value = transform(r.value.as_deref().unwrap_or_default());
+        out.push(Record::new(output, value).key(r.key.clone().unwrap_or_default()));
+    }
+}
+
+/// Counts a pipeline test's `run_once` results until [`INPUT`] records committed.
+#[derive(Debug)]
+pub struct Rounds {
+    start: Instant,
+    done: usize,
+    rounds: usize,
+}
+
+impl Default for Rounds {
+    fn default() -> Self {
+        Rounds {
+            start: Instant::now(),
+            done: 0,
+            rounds: 0,
+        }
+    }
+}
+
+impl Rounds {
+    /// Whether records are still to come (panics after [`PATIENCE`]).
+    pub fn more(&self) -> bool {
+        assert!(
+            self.start.elapsed() < PATIENCE,
+            "{} records committed",
+            self.done
+        );
+        self.done < INPUT
+    }
+    /// One `run_once` result: `n` records committed.
+    pub fn add(&mut self, n: usize) {
+        self.done += n;
+        self.rounds += usize::from(n > 0);
+    }
+    /// The rounds that committed records.
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+}
+
+/// The adapter's `TxnPipeline`: `run(consumer config, producer config, input, output)`
+/// builds it over `input`, calls `run_once` with [`to_output`] while [`Rounds::more`],
+/// closes it and returns [`Rounds::rounds`]. Then the offsets and the output are checked
+/// as in [`consume_transform_produce`].
+pub fn txn_pipeline(
+    bootstrap: &str,
+    name: &str,
+    run: impl FnOnce(ClientConfig, ClientConfig, &str, &str) -> usize,
+) {
+    let (input, ends) = fill_input(bootstrap, &format!("pipe-{name}"));
+    let output = fresh_topic(bootstrap, &format!("pipe-out-{name}"));
+    let group = format!("{input}-g");
+    let rounds = run(
+        member_config(bootstrap, &group),
+        producer_config(bootstrap, &format!("{input}-tx")),
+        &input,
+        &output,
+    );
+    assert!(rounds >= 2, "the input took {rounds} round(s)");
+    eprintln!("txn suite: {INPUT} input records in {rounds} pipeline rounds");
+    offsets_and_output_match(bootstrap, &group, &input, &output, &ends);
 }

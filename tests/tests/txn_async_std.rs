@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_std::task::block_on;
-use kafka_async_std::{DeliveryFuture, GroupConsumer, Producer, Record};
+use kafka_async_std::{DeliveryFuture, GroupConsumer, Producer, Record, TxnPipeline};
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_core::group::GroupMetadata;
@@ -103,4 +103,30 @@ fn real_broker_consume_transform_produce_commits_offsets_with_the_output() {
         return;
     };
     suite::consume_transform_produce(&mut AsyncStd, &bootstrap, "async-std");
+}
+
+#[test]
+fn real_broker_txn_pipeline_moves_every_record_once() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("txn_async_std TxnPipeline") else {
+        return;
+    };
+    suite::txn_pipeline(
+        &bootstrap,
+        "async-std",
+        |consumer, producer, input, output| {
+            block_on(async {
+                let pipeline = TxnPipeline::new(consumer, producer, [input])
+                    .await
+                    .expect("pipeline");
+                let mut rounds = suite::Rounds::default();
+                while rounds.more() {
+                    let round =
+                        pipeline.run_once(Duration::from_millis(200), suite::to_output(output));
+                    rounds.add(round.await.expect("a round"));
+                }
+                pipeline.close().await.expect("close");
+                rounds.rounds()
+            })
+        },
+    );
 }

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use kafka_blocking::{Delivery, Error, GroupConsumer, GroupMetadata, Producer, Record};
+use kafka_blocking::{
+    Delivery, Error, GroupConsumer, GroupMetadata, Producer, Record, TxnPipeline,
+};
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_core::producer::ProducerMetrics;
@@ -156,4 +158,25 @@ fn real_broker_a_call_repeated_after_its_timeout_gets_its_result() {
     let mut seen = suite::read_values(&bootstrap, &topic, "read_committed", 2);
     seen.sort();
     assert_eq!(seen, ["a", "b"]);
+}
+
+#[test]
+fn real_broker_txn_pipeline_moves_every_record_once() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("txn_blocking TxnPipeline") else {
+        return;
+    };
+    suite::txn_pipeline(
+        &bootstrap,
+        "blocking",
+        |consumer, producer, input, output| {
+            let pipeline = TxnPipeline::new(consumer, producer, [input]).expect("pipeline");
+            let mut rounds = suite::Rounds::default();
+            while rounds.more() {
+                let round = pipeline.run_once(Duration::from_millis(200), suite::to_output(output));
+                rounds.add(round.expect("a round"));
+            }
+            pipeline.close().expect("close");
+            rounds.rounds()
+        },
+    );
 }

@@ -10,7 +10,7 @@ use kafka_core::consumer::ConsumerRecord;
 use kafka_core::group::GroupMetadata;
 use kafka_core::producer::ProducerMetrics;
 use kafka_tests::txn_suite::{self as suite, PATIENCE};
-use kafka_tokio::{DeliveryFuture, Error, GroupConsumer, Producer, Record};
+use kafka_tokio::{DeliveryFuture, Error, GroupConsumer, Producer, Record, TxnPipeline};
 use tokio::runtime::Runtime;
 
 struct Tokio(Arc<Runtime>);
@@ -180,4 +180,68 @@ fn real_broker_a_call_repeated_after_its_timeout_gets_its_result() {
     });
     let seen = suite::read_values(&bootstrap, &topic, "read_committed", 1);
     assert_eq!(seen, ["a"]);
+}
+
+#[test]
+fn real_broker_txn_pipeline_moves_every_record_once() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("txn_tokio TxnPipeline") else {
+        return;
+    };
+    let Tokio(rt) = runtime();
+    suite::txn_pipeline(&bootstrap, "tokio", |consumer, producer, input, output| {
+        rt.block_on(async {
+            let pipeline = TxnPipeline::new(consumer, producer, [input])
+                .await
+                .expect("pipeline");
+            let mut rounds = suite::Rounds::default();
+            while rounds.more() {
+                let round = pipeline.run_once(Duration::from_millis(200), suite::to_output(output));
+                rounds.add(round.await.expect("a round"));
+            }
+            pipeline.close().await.expect("close");
+            rounds.rounds()
+        })
+    });
+}
+
+#[test]
+fn a_pipeline_refuses_settings_that_break_exactly_once() {
+    let Tokio(rt) = runtime();
+    let member = |isolation: &str, auto_commit: &str| {
+        ClientConfig::from_pairs([
+            ("bootstrap.servers", "127.0.0.1:1"),
+            ("group.id", "g"),
+            ("isolation.level", isolation),
+            ("enable.auto.commit", auto_commit),
+        ])
+        .expect("config")
+    };
+    let producer = |txn_id: Option<&str>| {
+        let mut pairs = vec![("bootstrap.servers", "127.0.0.1:1")];
+        pairs.extend(txn_id.map(|t| ("transactional.id", t)));
+        ClientConfig::from_pairs(pairs).expect("config")
+    };
+    for (consumer, producer, key) in [
+        (
+            member("read_uncommitted", "false"),
+            producer(Some("t")),
+            "isolation.level",
+        ),
+        (
+            member("read_committed", "true"),
+            producer(Some("t")),
+            "enable.auto.commit",
+        ),
+        (
+            member("read_committed", "false"),
+            producer(None),
+            "transactional.id",
+        ),
+    ] {
+        let got = rt.block_on(TxnPipeline::new(consumer, producer, ["in"]));
+        match got {
+            Err(Error::Config(e)) => assert!(e.to_string().contains(key), "{key}: {e}"),
+            other => panic!("{key}: {other:?}"),
+        }
+    }
 }
