@@ -2,7 +2,7 @@
 //! and the partitions it leads that may be fetched now; answers become chunks for the
 //! application, position errors become resets, leader errors a metadata refresh.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::records::Chunk;
@@ -40,12 +40,25 @@ impl Consumer {
             return None;
         }
         let mut by_node: HashMap<i32, Vec<(usize, Sent)>> = HashMap::new();
+        // Brokers leading a partition whose chunk waits for the application (paused ones
+        // aside: theirs may wait for ever).
+        let mut draining: HashSet<i32> = HashSet::new();
+        // Per broker: whether a wanted partition may have records to fetch (not known to
+        // be at the end of its log).
+        let mut behind: HashSet<i32> = HashSet::new();
+        let read_committed =
+            self.cfg.isolation_level == crate::config::IsolationLevel::ReadCommitted;
         let n = self.parts.len();
         // Rotate the starting partition so that none starves under fetch.max.bytes.
         self.rotation = if n == 0 { 0 } else { (self.rotation + 1) % n };
         for k in 0..n {
             let i = (self.rotation + k) % n;
             let p = &self.parts[i];
+            if p.assigned && p.buffered && !p.paused {
+                if let Some(node) = cx.metadata().leader(&p.topic, p.partition) {
+                    draining.insert(node);
+                }
+            }
             if !p.assigned || p.paused || p.buffered || p.reset.is_some() {
                 continue;
             }
@@ -59,6 +72,14 @@ impl Consumer {
                 cx.request_metadata([topic]);
                 continue;
             };
+            let end = if read_committed {
+                p.last_stable_offset
+            } else {
+                p.high_watermark
+            };
+            if end < 0 || position < end {
+                behind.insert(node);
+            }
             by_node.entry(node).or_default().push((
                 i,
                 Sent {
@@ -69,6 +90,14 @@ impl Consumer {
         }
         for (node, wanted) in by_node {
             if self.fetches.iter().any(|f| f.node == node) {
+                continue;
+            }
+            // Only caught-up partitions to fetch while another one's chunk is being
+            // drained: such a Fetch would wait out fetch.max.wait.ms at the broker, and
+            // the drained partition could not be fetched again meanwhile (one Fetch in
+            // flight per broker). It goes once the chunk is handed out, with that
+            // partition in it.
+            if draining.contains(&node) && !behind.contains(&node) {
                 continue;
             }
             let plan = self.sessions.entry(node).or_default().plan(&wanted);

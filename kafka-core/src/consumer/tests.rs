@@ -747,3 +747,47 @@ fn paused_partitions_buffered_records_wait_without_notifying_and_come_after_resu
         );
     }
 }
+
+#[test]
+fn caught_up_partitions_do_not_hold_the_broker_while_another_drains() {
+    // A Fetch naming only partitions at their log end would wait out fetch.max.wait.ms
+    // at a real broker, and the partition whose chunk is being drained could not be
+    // fetched again until it returns (one Fetch in flight per broker).
+    let mut h = Harness::new(&[("auto.offset.reset", "earliest"), ("max.poll.records", "2")]);
+    h.assign_all();
+    h.run(Duration::from_millis(100));
+    for p in 0..PARTITIONS {
+        assert_eq!(h.values(p), expected(p, 20), "all caught up first");
+    }
+    let values: Vec<String> = (20..25).map(|i| format!("p1-{i}")).collect();
+    let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+    h.logs[1].append(&refs, None);
+
+    // The next Fetch brings partition 1's new records; they wait for the application.
+    let before = h.fetches.len();
+    let mut waited = 0;
+    for _ in 0..50 {
+        h.serve();
+        h.now += Duration::from_millis(1);
+        h.client.handle_timeout(h.now);
+        while h.client.poll_event().is_some() {}
+        waited += 1;
+    }
+    let pending = h
+        .client
+        .command(h.now, h.consumer, |c, _| c.metrics().buffered_bytes)
+        .unwrap();
+    assert!(pending > 0, "partition 1's chunk waits");
+    let sent = h.fetches.len() - before;
+    assert!(
+        sent <= 2,
+        "{sent} Fetches in {waited} ms with only caught-up partitions to fetch: {:?}",
+        &h.fetches[before..]
+    );
+
+    // Handing the chunk out lets the next Fetch go, and every record arrives once.
+    h.run(Duration::from_millis(50));
+    assert!(h.fetches.len() - before > sent, "fetching goes on");
+    assert_eq!(h.values(1), expected(1, 25));
+    assert_eq!(h.values(0), expected(0, 20));
+}
