@@ -125,7 +125,8 @@ fn every_record_once(fixture: &Fixture, seen: &[&Seen]) {
     }
 }
 
-fn committed(bootstrap: &str, group: &str) -> BTreeMap<i32, i64> {
+/// The group's committed offsets of `topic`, by partition.
+pub(crate) fn committed(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i32, i64> {
     let admin = kafka_blocking::Admin::new(
         ClientConfig::from_pairs([("bootstrap.servers", bootstrap)]).expect("admin config"),
     )
@@ -136,6 +137,7 @@ fn committed(bootstrap: &str, group: &str) -> BTreeMap<i32, i64> {
     let offsets = all.remove(group).expect("the group").expect("its offsets");
     offsets
         .into_iter()
+        .filter(|(tp, _)| tp.topic == topic)
         .filter_map(|(tp, r)| Some((tp.partition, r.expect("partition").map(|o| o.offset)?)))
         .collect()
 }
@@ -204,7 +206,7 @@ pub fn run(adapter: &mut impl Adapter, bootstrap: &str, name: &str) {
     eprintln!("group suite: commit_sync against the broker's offsets");
     a.commit_sync(Offsets::Consumed).expect("a commit_sync");
     b.commit_sync(Offsets::Consumed).expect("b commit_sync");
-    let got = committed(bootstrap, &group);
+    let got = committed(bootstrap, &group, topic);
     for p in 0..PARTITIONS {
         assert_eq!(
             got.get(&p).copied(),
@@ -217,7 +219,7 @@ pub fn run(adapter: &mut impl Adapter, bootstrap: &str, name: &str) {
     let tp: TopicPartition = (topic.into(), mine);
     a.commit_sync(Offsets::These(vec![(tp, 1)]))
         .expect("explicit commit");
-    assert_eq!(committed(bootstrap, &group).get(&mine), Some(&1));
+    assert_eq!(committed(bootstrap, &group, topic).get(&mine), Some(&1));
     a.commit_sync(Offsets::these([(topic, mine, fixture.len(mine) as i64)]))
         .expect("explicit commit back");
 

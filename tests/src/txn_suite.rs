@@ -17,7 +17,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kafka_core::admin::ListConsumerGroupOffsets;
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_core::group::GroupMetadata;
@@ -25,6 +24,7 @@ use kafka_core::producer::ProducerMetrics;
 
 use kafka_driver::producer::Record;
 
+use crate::group_suite::committed;
 use crate::producer_suite;
 
 /// Partitions of every topic of the suite.
@@ -157,23 +157,6 @@ fn counts(values: &[String]) -> BTreeMap<&str, usize> {
         *m.entry(v.as_str()).or_insert(0) += 1;
     }
     m
-}
-
-/// The group's committed offsets of `topic`, by partition.
-fn committed(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i32, i64> {
-    let admin = kafka_blocking::Admin::new(
-        ClientConfig::from_pairs([("bootstrap.servers", bootstrap)]).expect("admin config"),
-    )
-    .expect("admin");
-    let mut all = admin
-        .run(ListConsumerGroupOffsets::new(group))
-        .expect("list group offsets");
-    let offsets = all.remove(group).expect("the group").expect("its offsets");
-    offsets
-        .into_iter()
-        .filter(|(tp, _)| tp.topic == topic)
-        .filter_map(|(tp, r)| Some((tp.partition, r.expect("partition").map(|o| o.offset)?)))
-        .collect()
 }
 
 /// Begin, [`COMMITTED`] records, commit; begin, [`ABORTED`] records, abort; then what
