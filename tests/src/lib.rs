@@ -7,6 +7,7 @@ pub mod consumer_suite;
 pub mod fake_broker;
 pub mod group_suite;
 pub mod producer_suite;
+pub mod sim;
 pub mod txn_suite;
 
 use std::io::{Read, Write};
