@@ -111,7 +111,9 @@ impl History {
     }
 
     pub(super) fn check_duplicates(&self, out: &mut Vec<Anomaly>) {
-        let mut offsets: BTreeMap<(Tp, &[u8]), (BTreeSet<i64>, &ReadRec)> = BTreeMap::new();
+        // Per (partition, value): the offsets it was read at, and its first read.
+        type Reads<'a> = (BTreeSet<i64>, &'a ReadRec);
+        let mut offsets: BTreeMap<(Tp, &[u8]), Reads<'_>> = BTreeMap::new();
         for r in self.sessions.iter().flat_map(|s| &s.reads) {
             let key = ((r.topic.clone(), r.partition), r.value.as_slice());
             offsets
