@@ -5,6 +5,7 @@
 pub mod admin_suite;
 pub mod consumer_suite;
 pub mod fake_broker;
+pub mod fault_proxy;
 pub mod group_suite;
 pub mod producer_suite;
 pub mod sim;
