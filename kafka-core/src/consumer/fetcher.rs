@@ -2,7 +2,7 @@
 //! and the partitions it leads that may be fetched now; answers become chunks for the
 //! application, position errors become resets, leader errors a metadata refresh.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::records::Chunk;
@@ -39,7 +39,7 @@ impl Consumer {
         if self.buffered_bytes >= self.budget {
             return None;
         }
-        let mut by_node: HashMap<i32, Vec<(usize, Sent)>> = HashMap::new();
+        let mut by_node: BTreeMap<i32, Vec<(usize, Sent)>> = BTreeMap::new();
         // Brokers leading a partition whose chunk waits for the application (paused ones
         // aside: theirs may wait for ever).
         let mut draining: HashSet<i32> = HashSet::new();

@@ -21,7 +21,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -506,7 +506,7 @@ impl Consumer {
     /// Sends ListOffsets for partitions waiting for a reset, per leader.
     fn send_resets(&mut self, cx: &mut OpContext<'_>) {
         let now = cx.now();
-        let mut by_node: HashMap<i32, Vec<usize>> = HashMap::new();
+        let mut by_node: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
         for (i, p) in self.parts.iter().enumerate() {
             if !p.assigned || p.resetting || p.reset.is_none() {
                 continue;
@@ -637,11 +637,16 @@ impl Operation for Consumer {
         if let Some(at) = self.send_fetches(cx) {
             cx.wake_at(at);
         }
+        // Only deadlines still ahead: a partition whose retry time passed and that still
+        // waits (its leader unknown, metadata asked for) is woken by the metadata
+        // notice; waking at a past instant would poll it in a busy loop meanwhile.
+        let now = cx.now();
         if let Some(at) = self
             .parts
             .iter()
             .filter(|p| p.reset.is_some() && !p.resetting)
             .filter_map(|p| p.retry_at)
+            .filter(|&at| at > now)
             .min()
         {
             cx.wake_at(at);

@@ -233,7 +233,9 @@ pub enum ProduceError {
     },
     /// The producer's id/epoch had to be renewed while the batch's earlier attempt was
     /// unresolved: resending it under the new epoch could duplicate it, so it is not
-    /// resent.
+    /// resent. Also the outcome of a batch whose retry is refused as out of order after
+    /// an earlier attempt may have been appended (it may have left the broker's
+    /// duplicate window).
     #[error("sequence reset while the batch was unresolved (possibly delivered)")]
     Unresolved,
     /// The broker refused a batch of one record as too large (MESSAGE_TOO_LARGE: over

@@ -665,7 +665,14 @@ fn classify(
                 // The broker lost our sequence at the head of the line: this batch fails,
                 // the epoch is bumped for the rest (KIP-360).
                 tracing::warn!(%code, "out-of-order sequence at the head of a partition");
-                Outcome::Fail(broker_error(code, Some(r)))
+                if batch.maybe_written {
+                    // An earlier attempt may have been appended and has since left the
+                    // broker's five-batch duplicate window (later batches were appended
+                    // after it): the refusal does not prove it was not written.
+                    Outcome::Fail(ProduceError::Unresolved)
+                } else {
+                    Outcome::Fail(broker_error(code, Some(r)))
+                }
             } else {
                 // An earlier batch is being retried; this one was not appended.
                 Outcome::Retry {

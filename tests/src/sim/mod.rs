@@ -1,5 +1,16 @@
-//! Deterministic simulation harness: scenarios drive clients against a simulated cluster
-//! with injected faults, record what the clients saw in a [`history::History`], and judge
-//! it afterwards.
+//! Deterministic simulation harness (T1 of `PERF-AND-FAULTS.md`): the production
+//! `kafka_core` client runs against a simulated cluster (`cluster`, `handlers/`) over a
+//! simulated network on a virtual clock (`world`), every choice drawn from one seed
+//! (`rng`); the bytes exchanged are the real wire format (`wire`). Scenario helpers
+//! (`producing`, `draining`) log every send and read into a history that the checker
+//! (`history`) judges.
 
+pub mod cluster;
+pub mod draining;
+pub mod handlers;
 pub mod history;
+pub mod producing;
+pub mod rng;
+pub mod seeds;
+pub mod wire;
+pub mod world;

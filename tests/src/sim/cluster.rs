@@ -1,0 +1,251 @@
+//! The simulated cluster's state: brokers, topics with partitions (leader, leader
+//! epoch, replicas, a log of record batches, high watermark, log start), producer state
+//! per partition, and each broker's fetch-session cache. The API handlers in
+//! `handlers/` read and change it; [`SimCluster::handle`] dispatches one request.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use bytes::Bytes;
+use kafka_core::protocol::{ApiKey, Uuid};
+
+use super::handlers::{self, Answer};
+use super::wire::Frame;
+
+/// One broker.
+#[derive(Debug)]
+pub struct Broker {
+    /// Its node id.
+    pub id: i32,
+    /// The host name clients connect to (`b<id>`).
+    pub host: String,
+    /// Whether it runs (a killed broker refuses connections).
+    pub up: bool,
+    /// Its fetch-session cache (KIP-227).
+    pub sessions: handlers::fetch::SessionCache,
+}
+
+/// A batch in a partition's log, as the client wrote it with its base offset and
+/// partition leader epoch filled in by the broker.
+#[derive(Debug, Clone)]
+pub struct StoredBatch {
+    /// Offset of its first record.
+    pub base: i64,
+    /// Offset of its last record.
+    pub last: i64,
+    /// The batch's bytes.
+    pub bytes: Bytes,
+}
+
+/// A producer's state on one partition: its epoch and its last five batches.
+#[derive(Debug, Clone, Default)]
+pub struct ProducerState {
+    /// The epoch of its last batch.
+    pub epoch: i16,
+    /// `(first sequence, last sequence, base offset)` of its last five batches.
+    pub recent: VecDeque<(i32, i32, i64)>,
+}
+
+/// One partition.
+#[derive(Debug, Clone)]
+pub struct Partition {
+    /// The leader's node id.
+    pub leader: i32,
+    /// Bumped at every leader change.
+    pub leader_epoch: i32,
+    /// Replica node ids (the leader among them).
+    pub replicas: Vec<i32>,
+    /// The log.
+    pub log: Vec<StoredBatch>,
+    /// The next offset (every record is replicated at once, so this is also the high
+    /// watermark).
+    pub next_offset: i64,
+    /// The log start offset.
+    pub log_start: i64,
+    /// Producer state by producer id.
+    pub producers: HashMap<i64, ProducerState>,
+}
+
+/// One topic.
+#[derive(Debug, Clone)]
+pub struct Topic {
+    /// Its name.
+    pub name: String,
+    /// Its id.
+    pub id: Uuid,
+    /// Its partitions.
+    pub partitions: Vec<Partition>,
+}
+
+/// What the cluster counted (part of every scenario's summary).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests handled, by API.
+    pub requests: BTreeMap<&'static str, u64>,
+    /// Batches appended.
+    pub batches_appended: u64,
+    /// Batches answered DUPLICATE_SEQUENCE_NUMBER.
+    pub duplicates_refused: u64,
+    /// Answers with an error code, by code.
+    pub errors: BTreeMap<i16, u64>,
+    /// Leader changes.
+    pub leader_moves: u64,
+}
+
+/// The cluster.
+#[derive(Debug)]
+pub struct SimCluster {
+    /// Brokers by position (node id = position + 1).
+    pub brokers: Vec<Broker>,
+    /// Topics by name.
+    pub topics: BTreeMap<String, Topic>,
+    /// Producer ids handed out, with their current epoch.
+    pub producer_ids: HashMap<i64, i16>,
+    /// The next producer id.
+    pub next_producer_id: i64,
+    /// Counters.
+    pub counters: Counters,
+}
+
+impl SimCluster {
+    /// A cluster of `brokers` brokers named `b1`, `b2`, ... and no topics.
+    pub fn new(brokers: usize) -> SimCluster {
+        SimCluster {
+            brokers: (1..=brokers as i32)
+                .map(|id| Broker {
+                    id,
+                    host: format!("b{id}"),
+                    up: true,
+                    sessions: handlers::fetch::SessionCache::new(8),
+                })
+                .collect(),
+            topics: BTreeMap::new(),
+            producer_ids: HashMap::new(),
+            next_producer_id: 1000,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Creates `name` with `partitions` partitions, replicated on every broker, leaders
+    /// spread round-robin.
+    pub fn create_topic(&mut self, name: &str, partitions: i32) {
+        let n = self.brokers.len() as i32;
+        let seed = self.topics.len() as u8 + 1;
+        let parts = (0..partitions)
+            .map(|p| Partition {
+                leader: p % n + 1,
+                leader_epoch: 0,
+                replicas: (1..=n).collect(),
+                log: Vec::new(),
+                next_offset: 0,
+                log_start: 0,
+                producers: HashMap::new(),
+            })
+            .collect();
+        self.topics.insert(
+            name.to_string(),
+            Topic {
+                name: name.to_string(),
+                id: Uuid::from_bytes([seed; 16]),
+                partitions: parts,
+            },
+        );
+    }
+
+    /// The broker with node id `node`.
+    pub fn broker(&self, node: i32) -> Option<&Broker> {
+        self.brokers.iter().find(|b| b.id == node)
+    }
+
+    /// The node id of the broker named `host`.
+    pub fn node_of(&self, host: &str) -> Option<i32> {
+        self.brokers.iter().find(|b| b.host == host).map(|b| b.id)
+    }
+
+    /// A topic by id.
+    pub fn topic_by_id(&self, id: Uuid) -> Option<&Topic> {
+        self.topics.values().find(|t| t.id == id)
+    }
+
+    /// Makes `to` the leader of `topic`/`partition` (a new leader epoch). Returns
+    /// whether it changed.
+    pub fn move_leader(&mut self, topic: &str, partition: i32, to: i32) -> bool {
+        let Some(p) = self
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.partitions.get_mut(partition as usize))
+        else {
+            return false;
+        };
+        if p.leader == to || !p.replicas.contains(&to) {
+            return false;
+        }
+        p.leader = to;
+        p.leader_epoch += 1;
+        self.counters.leader_moves += 1;
+        true
+    }
+
+    /// Stops `node`: the partitions it leads move to the next running replica. Data is
+    /// replicated before it is acknowledged, so nothing is lost.
+    pub fn kill(&mut self, node: i32) {
+        let up: Vec<i32> = self
+            .brokers
+            .iter()
+            .filter(|b| b.up && b.id != node)
+            .map(|b| b.id)
+            .collect();
+        if let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) {
+            b.up = false;
+            b.sessions.clear();
+        }
+        let moves: Vec<(String, i32, i32)> = self
+            .topics
+            .values()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.leader == node)
+                    .filter_map(|(i, p)| {
+                        let next = p.replicas.iter().find(|r| up.contains(r))?;
+                        Some((t.name.clone(), i as i32, *next))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for (t, p, to) in moves {
+            self.move_leader(&t, p, to);
+        }
+    }
+
+    /// Starts `node` again (with an empty fetch-session cache).
+    pub fn restart(&mut self, node: i32) {
+        if let Some(b) = self.brokers.iter_mut().find(|b| b.id == node) {
+            b.up = true;
+            b.sessions.clear();
+        }
+    }
+
+    /// Handles one request arriving at `node`; the framed answer, or `None` when the
+    /// request expects none (acks=0).
+    pub fn handle(&mut self, node: i32, frame: &Frame) -> Option<Answer> {
+        *self.counters.requests.entry(frame.api.name()).or_default() += 1;
+        let now = |bytes| Some(Answer::now(bytes));
+        match frame.api {
+            ApiKey::ApiVersions => now(handlers::api_versions::handle(frame)),
+            ApiKey::Metadata => now(handlers::metadata::handle(self, frame)),
+            ApiKey::InitProducerId => now(handlers::init_producer_id::handle(self, frame)),
+            ApiKey::Produce => handlers::produce::handle(self, node, frame).map(Answer::now),
+            ApiKey::Fetch => Some(handlers::fetch::handle(self, node, frame)),
+            ApiKey::ListOffsets => now(handlers::list_offsets::handle(self, node, frame)),
+            other => panic!("the simulated cluster does not serve {other:?} yet"),
+        }
+    }
+
+    /// Counts an error answer.
+    pub(crate) fn count_error(&mut self, code: i16) {
+        if code != 0 {
+            *self.counters.errors.entry(code).or_default() += 1;
+        }
+    }
+}

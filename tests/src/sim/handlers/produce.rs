@@ -1,0 +1,179 @@
+//! Produce: appends each partition's batch on its leader, with the broker's producer
+//! state checks (Kafka 4.x rules): a batch equal to one of the producer's last five is
+//! answered DUPLICATE_SEQUENCE_NUMBER with its original offset, a gap is
+//! OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, and a producer
+//! with no state may start at any sequence. A partition led elsewhere answers
+//! NOT_LEADER_OR_FOLLOWER with the leader named (KIP-951).
+
+use bytes::{Bytes, BytesMut};
+use kafka_core::protocol::messages::produce::response::{
+    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_core::protocol::messages::produce::{ProduceRequest, ProduceResponse};
+use kafka_core::protocol::KafkaCode;
+use kafka_core::record::{DecodeOptions, RecordBatch};
+
+use super::super::cluster::{Partition, ProducerState, SimCluster, StoredBatch};
+use super::super::wire::{answer, Frame};
+
+/// The answer to `frame` (none with acks=0).
+pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Option<Vec<u8>> {
+    let req: ProduceRequest = frame.decode().expect("Produce decodes");
+    let by_id = frame.version >= 13;
+    let mut responses = Vec::new();
+    let mut leaders_named = Vec::new();
+    for t in &req.topic_data {
+        let name = if by_id {
+            cluster.topic_by_id(t.topic_id).map(|t| t.name.clone())
+        } else {
+            Some(t.name.clone())
+        };
+        let mut partition_responses = Vec::new();
+        for pd in &t.partition_data {
+            let records = pd.records.clone().unwrap_or_default();
+            let r = match name.as_deref().and_then(|n| cluster.topics.get_mut(n)) {
+                Some(topic) => match topic.partitions.get_mut(pd.index as usize) {
+                    Some(part) => append(part, node, pd.index, records),
+                    None => refuse(pd.index, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                },
+                None => refuse(
+                    pd.index,
+                    if by_id {
+                        KafkaCode::UNKNOWN_TOPIC_ID
+                    } else {
+                        KafkaCode::UNKNOWN_TOPIC_OR_PARTITION
+                    },
+                ),
+            };
+            cluster.count_error(r.error_code);
+            match KafkaCode(r.error_code) {
+                KafkaCode::NONE => cluster.counters.batches_appended += 1,
+                KafkaCode::DUPLICATE_SEQUENCE_NUMBER => cluster.counters.duplicates_refused += 1,
+                KafkaCode::NOT_LEADER_OR_FOLLOWER => leaders_named.push(r.current_leader.leader_id),
+                _ => {}
+            }
+            partition_responses.push(r);
+        }
+        responses.push(TopicProduceResponse {
+            name: t.name.clone(),
+            topic_id: t.topic_id,
+            partition_responses,
+            ..Default::default()
+        });
+    }
+    if req.acks == 0 {
+        return None;
+    }
+    leaders_named.sort_unstable();
+    leaders_named.dedup();
+    let node_endpoints = leaders_named
+        .into_iter()
+        .filter_map(|id| cluster.broker(id))
+        .map(|b| NodeEndpoint {
+            node_id: b.id,
+            host: b.host.clone(),
+            port: 9092,
+            ..Default::default()
+        })
+        .collect();
+    let body = ProduceResponse {
+        responses,
+        node_endpoints,
+        ..Default::default()
+    };
+    Some(answer(frame, &body))
+}
+
+fn refuse(index: i32, code: KafkaCode) -> PartitionProduceResponse {
+    PartitionProduceResponse {
+        index,
+        error_code: code.0,
+        base_offset: -1,
+        log_append_time_ms: -1,
+        log_start_offset: -1,
+        ..Default::default()
+    }
+}
+
+/// Appends one batch on the leader of `part`, checking the producer's sequence.
+fn append(part: &mut Partition, node: i32, index: i32, records: Bytes) -> PartitionProduceResponse {
+    if part.leader != node {
+        let mut r = refuse(index, KafkaCode::NOT_LEADER_OR_FOLLOWER);
+        r.current_leader = LeaderIdAndEpoch {
+            leader_id: part.leader,
+            leader_epoch: part.leader_epoch,
+            ..Default::default()
+        };
+        return r;
+    }
+    let opts = DecodeOptions::default();
+    let batch = match RecordBatch::decode(&records, &opts) {
+        Ok((batch, used)) if used == records.len() => batch,
+        _ => return refuse(index, KafkaCode::CORRUPT_MESSAGE),
+    };
+    let h = *batch.header();
+    if h.records_count <= 0 {
+        return refuse(index, KafkaCode::INVALID_RECORD);
+    }
+    let last_seq = h.base_sequence.wrapping_add(h.records_count - 1);
+    if h.producer_id >= 0 {
+        let known = part.producers.contains_key(&h.producer_id);
+        let state = part
+            .producers
+            .entry(h.producer_id)
+            .or_insert(ProducerState {
+                epoch: h.producer_epoch,
+                ..Default::default()
+            });
+        if h.producer_epoch < state.epoch {
+            return refuse(index, KafkaCode::INVALID_PRODUCER_EPOCH);
+        }
+        if h.producer_epoch > state.epoch {
+            state.epoch = h.producer_epoch;
+            state.recent.clear();
+        }
+        if let Some(&(_, _, base)) = state
+            .recent
+            .iter()
+            .find(|(first, last, _)| *first == h.base_sequence && *last == last_seq)
+        {
+            let mut r = refuse(index, KafkaCode::DUPLICATE_SEQUENCE_NUMBER);
+            r.base_offset = base;
+            r.log_start_offset = part.log_start;
+            return r;
+        }
+        let expected = match state.recent.back() {
+            Some(&(_, last, _)) => Some(last.wrapping_add(1)),
+            None if known => Some(0),
+            // Kafka 4.x: no state here (new, or expired) accepts any first sequence.
+            None => None,
+        };
+        if expected.is_some_and(|e| e != h.base_sequence) {
+            return refuse(index, KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
+        }
+        state
+            .recent
+            .push_back((h.base_sequence, last_seq, part.next_offset));
+        if state.recent.len() > 5 {
+            state.recent.pop_front();
+        }
+    }
+    let base = part.next_offset;
+    let mut stored = BytesMut::from(&records[..]);
+    stored[0..8].copy_from_slice(&base.to_be_bytes());
+    stored[12..16].copy_from_slice(&part.leader_epoch.to_be_bytes());
+    part.next_offset += i64::from(h.records_count);
+    part.log.push(StoredBatch {
+        base,
+        last: part.next_offset - 1,
+        bytes: stored.freeze(),
+    });
+    PartitionProduceResponse {
+        index,
+        error_code: 0,
+        base_offset: base,
+        log_append_time_ms: -1,
+        log_start_offset: part.log_start,
+        ..Default::default()
+    }
+}

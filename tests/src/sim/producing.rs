@@ -1,0 +1,142 @@
+//! A producer in a simulated world whose every send and outcome goes into the
+//! [`History`]: records accepted by `send` are logged with the partition chosen, and
+//! each delivery report becomes one outcome per record (acknowledged with its offset,
+//! failed — definitely not written — or indeterminate).
+
+use std::collections::{BTreeMap, HashMap};
+
+use kafka_core::client::OpId;
+use kafka_core::config::ClientConfig;
+use kafka_core::producer::{ProduceError, Producer, ProducerRecord, SendError};
+
+use super::history::{History, Outcome, SendId};
+use super::world::World;
+
+/// One producer machine of one client in the world.
+pub struct ProduceRun {
+    /// The client index.
+    pub client: usize,
+    /// The producer machine.
+    pub producer: OpId<Producer>,
+    label: String,
+    pending: HashMap<(u64, u32), SendId>,
+    /// Records accepted by `send`.
+    pub accepted: usize,
+    /// Records with an outcome.
+    pub resolved: usize,
+    /// Records acknowledged.
+    pub acked: usize,
+    /// Why records failed or ended indeterminate: the error's text and how many.
+    pub errors: BTreeMap<String, usize>,
+}
+
+impl ProduceRun {
+    /// Starts a producer on a new client made from `pairs`; `label` names it in the
+    /// history.
+    pub fn start(world: &mut World, label: &str, pairs: &[(&str, &str)]) -> ProduceRun {
+        let mut all = vec![("bootstrap.servers", "b1:9092"), ("client.id", label)];
+        all.extend_from_slice(pairs);
+        let config = ClientConfig::from_pairs(all).expect("producer config");
+        let producer = Producer::new(&config).expect("producer settings");
+        let client = world.add_client_with(config);
+        let now = world.now();
+        let producer = world.clients[client].start_op(now, producer);
+        ProduceRun {
+            client,
+            producer,
+            label: label.to_string(),
+            pending: HashMap::new(),
+            accepted: 0,
+            resolved: 0,
+            acked: 0,
+            errors: BTreeMap::new(),
+        }
+    }
+
+    /// Offers one record; `false` when the producer cannot take it now (no metadata
+    /// yet, or `buffer.memory` full: try again later). Other refusals panic: scenarios
+    /// only send what fits.
+    pub fn send(
+        &mut self,
+        world: &mut World,
+        history: &mut History,
+        topic: &str,
+        partition: Option<i32>,
+        value: &[u8],
+    ) -> bool {
+        let mut rec = ProducerRecord::new(topic, value);
+        if let Some(p) = partition {
+            rec = rec.partition(p);
+        }
+        let now = world.now();
+        let out = world.clients[self.client]
+            .command(now, self.producer, |p, cx| p.send(cx, &rec))
+            .expect("the producer runs");
+        match out {
+            Ok(a) => {
+                let id = history.send(&self.label, topic, a.partition, value, None);
+                self.pending.insert((a.batch.0, a.index), id);
+                self.accepted += 1;
+                true
+            }
+            Err(SendError::WouldBlock(_)) => false,
+            Err(e) => panic!("seed {}: send refused: {e}", world.seed),
+        }
+    }
+
+    /// Moves every delivery report into the history.
+    pub fn take_reports(&mut self, world: &mut World, history: &mut History) {
+        let now = world.now();
+        let mut reports = Vec::new();
+        world.clients[self.client].command(now, self.producer, |p, _| {
+            while let Some(r) = p.take_report() {
+                reports.push(r);
+            }
+        });
+        for r in reports {
+            for index in r.indexes() {
+                let Some(id) = self.pending.remove(&(r.batch.0, index)) else {
+                    panic!(
+                        "seed {}: a report for a record not pending (batch {} index {index})",
+                        world.seed, r.batch.0
+                    );
+                };
+                let outcome = match &r.outcome {
+                    Ok(d) => {
+                        self.acked += 1;
+                        Outcome::Acked {
+                            offset: d.offset(index),
+                        }
+                    }
+                    Err(
+                        ProduceError::TimedOut {
+                            possibly_delivered: true,
+                        }
+                        | ProduceError::Closed {
+                            possibly_delivered: true,
+                        }
+                        | ProduceError::Unresolved,
+                    ) => Outcome::Indeterminate,
+                    Err(_) => Outcome::Failed,
+                };
+                if let Err(e) = &r.outcome {
+                    *self.errors.entry(e.to_string()).or_default() += 1;
+                }
+                history.outcome(id, outcome);
+                self.resolved += 1;
+            }
+        }
+    }
+
+    /// Records accepted and not yet resolved.
+    pub fn outstanding(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Records that never got an outcome (`(batch, index)`), for failure messages.
+    pub fn unresolved(&self) -> Vec<(u64, u32)> {
+        let mut v: Vec<_> = self.pending.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+}
