@@ -9,7 +9,7 @@ use std::time::Duration;
 use kafka_core::protocol::ApiKey;
 use kafka_tests::sim::draining::drain;
 use kafka_tests::sim::history::{History, Isolation, Verdict};
-use kafka_tests::sim::producing::ProduceRun;
+use kafka_tests::sim::producing::{ProduceRun, SCENARIO_SETTINGS};
 use kafka_tests::sim::seeds::for_each_seed;
 use kafka_tests::sim::world::{ClusterEvent, NetFaults, World};
 
@@ -32,46 +32,22 @@ fn produce_under(seed: u64, records: usize, setup: impl FnOnce(&mut World)) -> R
     setup(&mut world);
     world.faults_on = true;
     let mut history = History::new();
-    let mut p = ProduceRun::start(
+    let mut p = ProduceRun::start(&mut world, "p1", SCENARIO_SETTINGS);
+    p.send_all(
         &mut world,
-        "p1",
-        &[
-            ("linger.ms", "2"),
-            ("batch.size", "1500"),
-            ("request.timeout.ms", "300"),
-            ("delivery.timeout.ms", "120000"),
-            ("retry.backoff.ms", "5"),
-            ("retry.backoff.max.ms", "50"),
-            ("reconnect.backoff.ms", "5"),
-            ("reconnect.backoff.max.ms", "50"),
-            ("metadata.max.age.ms", "500"),
-        ],
+        &mut history,
+        TOPIC,
+        records,
+        &format!("s{seed}"),
+        |_, _| {},
     );
-    for i in 0..records {
-        let value = format!("s{seed}-r{i:05}");
-        let partition = if i % 2 == 0 {
-            Some((i / 2 % PARTITIONS as usize) as i32)
-        } else {
-            None
-        };
-        let mut tries = 0;
-        while !p.send(&mut world, &mut history, TOPIC, partition, value.as_bytes()) {
-            tries += 1;
-            assert!(tries < 100_000, "seed {seed}: send blocked for good");
-            world.run_for(Duration::from_millis(1));
-            p.take_reports(&mut world, &mut history);
-        }
-        let pause = world.rng().below(3);
-        if pause > 0 {
-            world.run_for(Duration::from_millis(pause));
-        }
-        p.take_reports(&mut world, &mut history);
-    }
     world.faults_on = false;
-    let settled = world.run_until(Duration::from_secs(300), |w| {
-        p.take_reports(w, &mut history);
-        p.outstanding() == 0
-    });
+    let settled = p.settle(
+        &mut world,
+        &mut history,
+        Duration::from_secs(300),
+        |_, _| {},
+    );
     assert!(
         settled,
         "seed {seed}: {} records never resolved after healing: {:?}",

@@ -1,19 +1,137 @@
-//! Reading everything back after the faults healed: a consumer on a fresh client
-//! assigned every partition of a topic from the earliest offset, run until its position
-//! reaches the end of every partition, each record read logged in the history as one
-//! complete read session.
+//! Consumers in a simulated world whose every record read goes into the [`History`]:
+//! [`ConsumeRun`] is a consumer assigned every partition of a topic from the earliest
+//! offset, polled while other things happen; [`drain`] reads everything back after the
+//! faults healed, as one complete read session.
 
 use std::time::Duration;
 
+use kafka_core::client::OpId;
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::{Consumer, ConsumerRecord};
 
-use super::history::{History, Isolation};
+use super::history::{History, Isolation, ReadSession};
 use super::world::World;
 
-/// Drains `topic` (all its partitions) at `isolation` as reader `reader`; the records
-/// read. Panics (naming the seed) when it does not reach the end within `limit` of
-/// virtual time.
+/// One consumer machine (on its own client) reading one topic.
+pub struct ConsumeRun {
+    /// The client index.
+    pub client: usize,
+    /// The consumer machine.
+    pub consumer: OpId<Consumer>,
+    topic: String,
+    session: ReadSession,
+    batch: Vec<ConsumerRecord>,
+    /// Records read so far.
+    pub read: usize,
+}
+
+impl ConsumeRun {
+    /// A consumer named `reader` at `isolation` on a new client (extra settings in
+    /// `pairs`), assigned every partition of `topic` from the earliest offset. `complete`:
+    /// whether its read session will have read every partition to its end (see
+    /// [`History::begin_reads`]).
+    pub fn start(
+        world: &mut World,
+        history: &mut History,
+        reader: &str,
+        topic: &str,
+        isolation: Isolation,
+        complete: bool,
+        pairs: &[(&str, &str)],
+    ) -> ConsumeRun {
+        let level = match isolation {
+            Isolation::ReadUncommitted => "read_uncommitted",
+            Isolation::ReadCommitted => "read_committed",
+        };
+        let mut all = vec![
+            ("bootstrap.servers", "b1:9092"),
+            ("client.id", reader),
+            ("auto.offset.reset", "earliest"),
+            ("isolation.level", level),
+        ];
+        all.extend_from_slice(pairs);
+        let config = ClientConfig::from_pairs(all).expect("consumer config");
+        let consumer = Consumer::new(&config);
+        let client = world.add_client_with(config);
+        let now = world.now();
+        let op = world.clients[client].start_op(now, consumer);
+        let partitions = world.cluster.topics[topic].partitions.len() as i32;
+        world.clients[client].command(now, op, |c, cx| {
+            c.assign(cx, (0..partitions).map(|p| (topic, p)))
+        });
+        ConsumeRun {
+            client,
+            consumer: op,
+            topic: topic.to_string(),
+            session: history.begin_reads(reader, isolation, complete),
+            batch: Vec::new(),
+            read: 0,
+        }
+    }
+
+    /// Takes what the consumer has and logs it; panics (naming the seed) on a consumer
+    /// error, which no scenario expects.
+    pub fn poll(&mut self, world: &mut World, history: &mut History) {
+        let now = world.now();
+        self.batch.clear();
+        let batch = &mut self.batch;
+        world.clients[self.client].command(now, self.consumer, |c, _| {
+            c.poll(batch);
+            if let Some(e) = c.take_error() {
+                panic!("consumer error: {e}");
+            }
+        });
+        for r in &self.batch {
+            let value = r.value.as_deref().unwrap_or_default();
+            history.read(self.session, &r.topic, r.partition, r.offset, value);
+        }
+        self.read += self.batch.len();
+    }
+
+    /// Whether the consumer's position reached the end of every partition (as the
+    /// simulated cluster knows it) with nothing left to hand out.
+    pub fn caught_up(&self, world: &mut World) -> bool {
+        let topic = self.topic.as_str();
+        let ends: Vec<i64> = world.cluster.topics[topic]
+            .partitions
+            .iter()
+            .map(|p| p.next_offset)
+            .collect();
+        let now = world.now();
+        world.clients[self.client]
+            .command(now, self.consumer, |c, _| {
+                !c.has_pending()
+                    && ends
+                        .iter()
+                        .enumerate()
+                        .all(|(p, end)| c.position(topic, p as i32).is_some_and(|pos| pos >= *end))
+            })
+            .expect("the consumer runs")
+    }
+
+    /// Polls until caught up, at most `limit` of virtual time; whether it caught up.
+    pub fn run_to_end(
+        &mut self,
+        world: &mut World,
+        history: &mut History,
+        limit: Duration,
+    ) -> bool {
+        world.run_until(limit, |w| {
+            self.poll(w, history);
+            self.caught_up(w)
+        })
+    }
+
+    /// Stops the consumer.
+    pub fn close(&mut self, world: &mut World) {
+        let now = world.now();
+        world.clients[self.client].command(now, self.consumer, |c, cx| c.close(cx));
+    }
+}
+
+/// Drains `topic` (all its partitions) at `isolation` as reader `reader`, as one
+/// complete read session; the records read. Panics (naming the seed) when it does not
+/// reach the end within `limit` of virtual time.
 pub fn drain(
     world: &mut World,
     history: &mut History,
@@ -22,61 +140,13 @@ pub fn drain(
     isolation: Isolation,
     limit: Duration,
 ) -> usize {
-    let level = match isolation {
-        Isolation::ReadUncommitted => "read_uncommitted",
-        Isolation::ReadCommitted => "read_committed",
-    };
-    let config = ClientConfig::from_pairs([
-        ("bootstrap.servers", "b1:9092"),
-        ("client.id", reader),
-        ("auto.offset.reset", "earliest"),
-        ("isolation.level", level),
-    ])
-    .expect("consumer config");
-    let consumer = Consumer::new(&config);
-    let client = world.add_client_with(config);
-    let now = world.now();
-    let op = world.clients[client].start_op(now, consumer);
-    let partitions = world.cluster.topics[topic].partitions.len() as i32;
-    world.clients[client].command(now, op, |c, cx| {
-        c.assign(cx, (0..partitions).map(|p| (topic, p)))
-    });
-    let session = history.begin_reads(reader, isolation, true);
-    let mut read = 0;
-    let mut batch: Vec<ConsumerRecord> = Vec::new();
-    let done = world.run_until(limit, |w| {
-        let now = w.now();
-        batch.clear();
-        let ends: Vec<i64> = w.cluster.topics[topic]
-            .partitions
-            .iter()
-            .map(|p| p.next_offset)
-            .collect();
-        let caught_up = w.clients[client]
-            .command(now, op, |c, _| {
-                c.poll(&mut batch);
-                if let Some(e) = c.take_error() {
-                    panic!("consumer error: {e}");
-                }
-                ends.iter()
-                    .enumerate()
-                    .all(|(p, end)| c.position(topic, p as i32).is_some_and(|pos| pos >= *end))
-                    && !c.has_pending()
-            })
-            .expect("the consumer runs");
-        for r in &batch {
-            let value = r.value.as_deref().unwrap_or_default();
-            history.read(session, &r.topic, r.partition, r.offset, value);
-            read += 1;
-        }
-        caught_up && batch.is_empty()
-    });
+    let mut run = ConsumeRun::start(world, history, reader, topic, isolation, true, &[]);
+    let done = run.run_to_end(world, history, limit);
     assert!(
         done,
-        "seed {}: the {level} drain of {topic} did not reach the end in {limit:?} (read {read})",
-        world.seed
+        "seed {}: the {isolation:?} drain of {topic} did not reach the end in {limit:?} (read {})",
+        world.seed, run.read
     );
-    let now = world.now();
-    world.clients[client].command(now, op, |c, cx| c.close(cx));
-    read
+    run.close(world);
+    run.read
 }

@@ -12,6 +12,20 @@ use kafka_core::producer::{ProduceError, Producer, ProducerRecord, SendError};
 use super::history::{History, Outcome, SendId};
 use super::world::World;
 
+/// Producer settings for scenarios: small batches, a 300 ms request timeout, fast
+/// retries and reconnects, a delivery timeout far beyond any scenario's faults.
+pub const SCENARIO_SETTINGS: &[(&str, &str)] = &[
+    ("linger.ms", "2"),
+    ("batch.size", "1500"),
+    ("request.timeout.ms", "300"),
+    ("delivery.timeout.ms", "120000"),
+    ("retry.backoff.ms", "5"),
+    ("retry.backoff.max.ms", "50"),
+    ("reconnect.backoff.ms", "5"),
+    ("reconnect.backoff.max.ms", "50"),
+    ("metadata.max.age.ms", "500"),
+];
+
 /// One producer machine of one client in the world.
 pub struct ProduceRun {
     /// The client index.
@@ -138,5 +152,60 @@ impl ProduceRun {
         let mut v: Vec<_> = self.pending.keys().copied().collect();
         v.sort_unstable();
         v
+    }
+}
+
+impl ProduceRun {
+    /// Sends `records` records with unique values (`<prefix>-r<i>`) to `topic` — even ones
+    /// to explicit partitions in turn, odd ones partitioned by the producer — pausing 0–2
+    /// ms of virtual time between records, waiting whenever the producer cannot take one;
+    /// `between` runs after every record (consumers poll there).
+    pub fn send_all(
+        &mut self,
+        world: &mut World,
+        history: &mut History,
+        topic: &str,
+        records: usize,
+        prefix: &str,
+        mut between: impl FnMut(&mut World, &mut History),
+    ) {
+        let partitions = world.cluster.topics[topic].partitions.len();
+        for i in 0..records {
+            let value = format!("{prefix}-r{i:05}");
+            let partition = (i % 2 == 0).then_some((i / 2 % partitions) as i32);
+            let mut tries = 0;
+            while !self.send(world, history, topic, partition, value.as_bytes()) {
+                tries += 1;
+                assert!(
+                    tries < 100_000,
+                    "seed {}: send blocked for good",
+                    world.seed
+                );
+                world.run_for(std::time::Duration::from_millis(1));
+                self.take_reports(world, history);
+                between(world, history);
+            }
+            let pause = world.rng().below(3);
+            if pause > 0 {
+                world.run_for(std::time::Duration::from_millis(pause));
+            }
+            self.take_reports(world, history);
+            between(world, history);
+        }
+    }
+
+    /// Runs until every record has its outcome (at most `limit`); whether they all did.
+    pub fn settle(
+        &mut self,
+        world: &mut World,
+        history: &mut History,
+        limit: std::time::Duration,
+        mut between: impl FnMut(&mut World, &mut History),
+    ) -> bool {
+        world.run_until(limit, |w| {
+            self.take_reports(w, history);
+            between(w, history);
+            self.outstanding() == 0
+        })
     }
 }

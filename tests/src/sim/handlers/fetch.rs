@@ -42,10 +42,13 @@ pub struct SessionCache {
     capacity: usize,
     sessions: HashMap<i32, Session>,
     next_id: i32,
-    /// Sessions opened, refused for lack of room, and errors answered.
+    /// Sessions opened.
     pub opened: u64,
     /// Full fetches answered sessionless because the cache was full.
     pub refused_full: u64,
+    /// Incremental fetches answered FETCH_SESSION_ID_NOT_FOUND or
+    /// INVALID_FETCH_SESSION_EPOCH.
+    pub session_errors: u64,
 }
 
 impl SessionCache {
@@ -57,6 +60,7 @@ impl SessionCache {
             next_id: 0,
             opened: 0,
             refused_full: 0,
+            session_errors: 0,
         }
     }
 
@@ -161,13 +165,14 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
         }
         (id, epoch) => {
             let Some(s) = cache.sessions.get_mut(&id) else {
+                cache.session_errors += 1;
                 return error(KafkaCode::FETCH_SESSION_ID_NOT_FOUND);
             };
-            if epoch == 0 {
-                cache.sessions.remove(&id);
-                return error(KafkaCode::INVALID_FETCH_SESSION_EPOCH);
-            }
-            if s.epoch != epoch {
+            if epoch == 0 || s.epoch != epoch {
+                if epoch == 0 {
+                    cache.sessions.remove(&id);
+                }
+                cache.session_errors += 1;
                 return error(KafkaCode::INVALID_FETCH_SESSION_EPOCH);
             }
             for (k, sp, _) in &asked {
