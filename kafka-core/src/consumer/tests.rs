@@ -122,6 +122,10 @@ struct Harness {
     errors: Vec<ConsumeError>,
     /// Fetches are kept unanswered (in `held`) while set.
     hold_fetches: bool,
+    /// Metadata requests are kept unanswered (in `held`) while set.
+    hold_metadata: bool,
+    /// Answer every partition of the next ListOffsets with this error.
+    refuse_list_offsets: Option<KafkaCode>,
     held: Vec<(ConnId, Seen)>,
 }
 
@@ -154,6 +158,8 @@ impl Harness {
             records: Vec::new(),
             errors: Vec::new(),
             hold_fetches: false,
+            hold_metadata: false,
+            refuse_list_offsets: None,
             held: Vec::new(),
         }
     }
@@ -169,20 +175,25 @@ impl Harness {
     fn run(&mut self, d: Duration) {
         let end = self.now + d;
         while self.now < end {
-            self.serve();
-            let (mut got, mut errs) = (Vec::new(), Vec::new());
-            self.client.command(self.now, self.consumer, |c, _| {
-                c.poll(&mut got);
-                while let Some(e) = c.take_error() {
-                    errs.push(e);
-                }
-            });
-            self.records.extend(got);
-            self.errors.extend(errs);
-            while self.client.poll_event().is_some() {}
-            self.now += Duration::from_millis(1);
-            self.client.handle_timeout(self.now);
+            self.step();
         }
+    }
+
+    /// One round: serve what was written, poll the consumer, advance the clock 1 ms.
+    fn step(&mut self) {
+        self.serve();
+        let (mut got, mut errs) = (Vec::new(), Vec::new());
+        self.client.command(self.now, self.consumer, |c, _| {
+            c.poll(&mut got);
+            while let Some(e) = c.take_error() {
+                errs.push(e);
+            }
+        });
+        self.records.extend(got);
+        self.errors.extend(errs);
+        while self.client.poll_event().is_some() {}
+        self.now += Duration::from_millis(1);
+        self.client.handle_timeout(self.now);
     }
 
     fn values(&self, partition: i32) -> Vec<String> {
@@ -220,7 +231,12 @@ impl Harness {
                 self.client.poll_transmit(self.now, conn, &mut out);
                 for seen in parse_requests(out) {
                     any = true;
-                    if self.hold_fetches && seen.api() == ApiKey::Fetch {
+                    let hold = match seen.api() {
+                        ApiKey::Fetch => self.hold_fetches,
+                        ApiKey::Metadata => self.hold_metadata,
+                        _ => false,
+                    };
+                    if hold {
                         self.held.push((conn, seen));
                     } else {
                         self.answer(conn, &seen);
@@ -247,6 +263,7 @@ impl Harness {
             }
             ApiKey::ListOffsets => {
                 let req: ListOffsetsRequest = seen.decode();
+                let refuse = self.refuse_list_offsets.take();
                 let resp = ListOffsetsResponse {
                     topics: req
                         .topics
@@ -258,7 +275,10 @@ impl Harness {
                                 .iter()
                                 .map(|p| ListOffsetsPartitionResponse {
                                     partition_index: p.partition_index,
-                                    offset: if p.timestamp == -2 {
+                                    error_code: refuse.map_or(0, |c| c.0),
+                                    offset: if refuse.is_some() {
+                                        -1
+                                    } else if p.timestamp == -2 {
                                         0
                                     } else {
                                         self.logs[p.partition_index as usize].next
@@ -790,4 +810,60 @@ fn caught_up_partitions_do_not_hold_the_broker_while_another_drains() {
     assert!(h.fetches.len() - before > sent, "fetching goes on");
     assert_eq!(h.values(1), expected(1, 25));
     assert_eq!(h.values(0), expected(0, 20));
+}
+
+#[test]
+fn a_reset_waiting_for_an_unknown_leader_does_not_wake_itself_in_a_busy_loop() {
+    // As the simulation found it: a partition's ListOffsets is refused with a leader
+    // error, which forgets its leader and asks for metadata; the answer is slow to come.
+    // Once the retry time has passed the partition can only wait for metadata, and the
+    // consumer must not keep asking to be woken at that past instant.
+    let mut h = Harness::new(&[
+        ("auto.offset.reset", "earliest"),
+        ("retry.backoff.ms", "50"),
+    ]);
+    h.assign_all();
+    h.run(Duration::from_millis(100));
+    for p in 0..PARTITIONS {
+        assert_eq!(h.values(p), expected(p, 20));
+    }
+    h.records.clear();
+    h.refuse_list_offsets = Some(KafkaCode::NOT_LEADER_OR_FOLLOWER);
+    h.hold_metadata = true;
+    h.client
+        .command(h.now, h.consumer, |c, _| c.seek_to_beginning([(TOPIC, 0)]))
+        .unwrap();
+    h.run(Duration::from_millis(5));
+    assert!(
+        h.refuse_list_offsets.is_none(),
+        "the ListOffsets was refused"
+    );
+    assert!(
+        h.held.iter().any(|(_, s)| s.api() == ApiKey::Metadata),
+        "metadata asked for, and held"
+    );
+    // Well past the retry backoff, with the leader still unknown.
+    for _ in 0..500 {
+        h.step();
+        let next = h.client.poll_timeout();
+        assert!(
+            next.is_none_or(|t| t > h.now),
+            "woken again at {:?} after handle_timeout({:?}): a busy loop",
+            next.map(|t| t - origin()),
+            h.now - origin()
+        );
+    }
+    assert!(
+        h.values(0).is_empty(),
+        "no position while the leader is unknown"
+    );
+    // Metadata names the leader again: the reset completes and partition 0 is read again.
+    h.hold_metadata = false;
+    for (conn, seen) in std::mem::take(&mut h.held) {
+        h.answer(conn, &seen);
+    }
+    h.run(Duration::from_millis(300));
+    assert_eq!(h.values(0), expected(0, 20));
+    assert!(h.values(1).is_empty() && h.values(2).is_empty());
+    assert!(h.errors.is_empty(), "{:?}", h.errors);
 }

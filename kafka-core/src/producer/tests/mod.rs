@@ -184,6 +184,54 @@ fn out_of_order_at_the_head_fails_that_batch_alone_and_bumps_the_epoch() {
 }
 
 #[test]
+fn out_of_order_for_a_retry_that_may_have_been_written_is_unresolved() {
+    // As the simulation found it: a batch was appended but its answer lost (the
+    // connection reset), later batches of its partition were appended after it, and its
+    // retry, out of the broker's five-batch duplicate window by then, was refused
+    // OUT_OF_ORDER_SEQUENCE_NUMBER. That refusal does not prove the batch was not
+    // written (here it was): it is reported Unresolved (possibly delivered), not as the
+    // broker's error. The scripted broker answers in order, so here the retry is
+    // refused (injected) at the head of the line, with later batches queued behind it.
+    let mut c = warmed(&[("linger.ms", "0"), ("batch.size", "300")]);
+    c.faults.lose_answers = 1;
+    let first = c.send_ok(0, &value(6));
+    let requests = c.produce_requests;
+    assert!(c.run_until(Duration::from_secs(1), |c| c.faults.lose_answers == 0));
+    assert_eq!(c.produce_requests, requests + 1, "one attempt, answer lost");
+    assert_eq!(c.parts[0].values.len(), 2, "the broker appended it");
+    // Later batches queue behind the retry; the retry is refused out of order.
+    for n in 7..17 {
+        c.send_ok(0, &value(n));
+    }
+    c.faults
+        .codes
+        .push_back(KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER.0);
+    assert!(c.run_until(Duration::from_secs(5), all_reported));
+    assert!(c.faults.codes.is_empty(), "the retry was refused");
+    let report = c
+        .reports
+        .iter()
+        .find(|r| r.batch == first.batch)
+        .expect("the first batch is reported");
+    assert!(
+        matches!(report.outcome, Err(ProduceError::Unresolved)),
+        "{:?}",
+        report.outcome
+    );
+    let others: Vec<_> = c
+        .reports
+        .iter()
+        .filter(|r| r.batch != first.batch)
+        .collect();
+    assert!(others.iter().all(|r| r.outcome.is_ok()), "{others:?}");
+    // Every other record delivered once, in order; the first one is in the log once.
+    assert_eq!(c.check_guarantees(), 6 + 10);
+    assert_eq!(c.parts[0].values.len(), 12);
+    assert_eq!(&c.parts[0].values[1][..], &value(6)[..]);
+    assert_eq!(metrics(&mut c).epoch_bumps, 1);
+}
+
+#[test]
 fn out_of_order_behind_a_retried_batch_is_retried_in_order() {
     let mut c = warmed(&[("linger.ms", "0"), ("batch.size", "300")]);
     // Three requests for partition 0 in flight; the first gets a retriable error, so
