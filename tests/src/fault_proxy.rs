@@ -597,12 +597,18 @@ impl Conn {
         let _ = self.client.shutdown(Shutdown::Both);
     }
 
-    /// [`Conn::cut_client`] as a fault: counted (before the client can notice) unless
-    /// the client side was already cut.
-    fn reset_client(&self, shared: &Shared) {
+    /// The decision to cut the client side as a fault, before the socket is shut down:
+    /// answers read from now on are dropped, and the reset is counted (before the client
+    /// can notice) unless the client side was already cut.
+    fn begin_reset(&self, shared: &Shared) {
         if !self.client_cut.swap(true, Ordering::SeqCst) {
             shared.counters.resets.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// [`Conn::cut_client`] as a fault ([`Conn::begin_reset`], then the shutdown).
+    fn reset_client(&self, shared: &Shared) {
+        self.begin_reset(shared);
         let _ = self.client.shutdown(Shutdown::Both);
     }
 
@@ -741,6 +747,13 @@ fn requests(shared: &Shared, conn: &Conn, mut client: TcpStream, mut upstream: T
             OnRequest::ForwardThenReset(shape) => {
                 lock(&conn.inflight).insert(corr, (api_key, version));
                 *lock(&conn.last_answer) = Some(corr);
+                // Before the forward, not just before the shutdown below: the broker can
+                // answer as soon as the request is written, and `responses` must drop
+                // that answer (it reads `client_cut`) rather than pass it on in the
+                // moment before the client socket is shut down. Counting the reset here
+                // also puts it ahead of that answer's `dropped_responses` and of
+                // `responses` cutting the client side itself once the answer is in.
+                conn.begin_reset(shared);
                 if !shared.forward(&mut upstream, &frame, shape, &mut pace) {
                     break;
                 }
