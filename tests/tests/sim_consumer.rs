@@ -200,19 +200,7 @@ fn leader_moves_and_a_broker_restart_while_consuming() {
     let s = sweep(
         "leader_moves_and_a_broker_restart_while_consuming",
         |w: &mut World| {
-            for _ in 0..8 {
-                let at = Duration::from_millis(5 + w.rng().below(400));
-                let partition = w.rng().below(PARTITIONS as u64) as i32;
-                let to = 1 + w.rng().below(3) as i32;
-                w.schedule(
-                    at,
-                    ClusterEvent::MoveLeader {
-                        topic: TOPIC.into(),
-                        partition,
-                        to,
-                    },
-                );
-            }
+            w.schedule_leader_moves(TOPIC, PARTITIONS, 8, 400);
             let node = 1 + w.rng().below(3) as i32;
             let at = Duration::from_millis(50 + w.rng().below(200));
             w.schedule(at, ClusterEvent::Kill(node));

@@ -214,19 +214,7 @@ fn f5_request_timeouts_on_a_slow_broker_keep_order_and_no_duplicates() {
 #[test]
 fn f1_leader_moves_mid_stream() {
     let s = sweep("f1_leader_moves_mid_stream", 200, |w: &mut World| {
-        for i in 0..12 {
-            let at = Duration::from_millis(5 + w.rng().below(400));
-            let partition = w.rng().below(PARTITIONS as u64) as i32;
-            let to = 1 + ((i + w.rng().below(2) as i32) % 3);
-            w.schedule(
-                at,
-                ClusterEvent::MoveLeader {
-                    topic: TOPIC.into(),
-                    partition,
-                    to,
-                },
-            );
-        }
+        w.schedule_leader_moves(TOPIC, PARTITIONS, 12, 400);
     });
     assert!(s.leader_moves > s.runs, "{s:?}");
     assert_eq!(s.acked, s.records);
@@ -263,19 +251,7 @@ fn all_faults_at_once() {
             stall_ms: 800,
             apis: None,
         };
-        for _ in 0..4 {
-            let at = Duration::from_millis(5 + w.rng().below(300));
-            let partition = w.rng().below(PARTITIONS as u64) as i32;
-            let to = 1 + w.rng().below(3) as i32;
-            w.schedule(
-                at,
-                ClusterEvent::MoveLeader {
-                    topic: TOPIC.into(),
-                    partition,
-                    to,
-                },
-            );
-        }
+        w.schedule_leader_moves(TOPIC, PARTITIONS, 4, 300);
         let node = 1 + w.rng().below(3) as i32;
         w.schedule(Duration::from_millis(100), ClusterEvent::Kill(node));
         w.schedule(Duration::from_millis(400), ClusterEvent::Restart(node));

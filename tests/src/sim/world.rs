@@ -208,6 +208,30 @@ impl World {
             .insert((self.now + after, self.scheduled), event);
     }
 
+    /// Schedules `count` leader moves, each of a random partition of `topic` (which has
+    /// `partitions` partitions) to a random broker, at random instants in the next
+    /// `within_ms` ms.
+    pub fn schedule_leader_moves(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        count: usize,
+        within_ms: u64,
+    ) {
+        let brokers = self.cluster.brokers.len() as u64;
+        for _ in 0..count {
+            let at = Duration::from_millis(5 + self.rng.below(within_ms));
+            let partition = self.rng.below(partitions as u64) as i32;
+            let to = 1 + self.rng.below(brokers) as i32;
+            let event = ClusterEvent::MoveLeader {
+                topic: topic.to_string(),
+                partition,
+                to,
+            };
+            self.schedule(at, event);
+        }
+    }
+
     /// Runs for `d` of virtual time.
     pub fn run_for(&mut self, d: Duration) {
         let end = self.now + d;
