@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use super::{AdminError, Timeout};
-use crate::client::{OpContext, Operation, RequestId};
+use crate::client::{OpContext, Operation, RequestId, RequestOptions};
 use crate::cluster::Route;
 use crate::conn::RequestError;
 use crate::protocol::Request;
@@ -37,6 +37,8 @@ pub(crate) struct Call<R: Request> {
     id: Option<RequestId<R>>,
     retry_at: Option<Instant>,
     attempts: u32,
+    /// Resend after a retriable failure (else the failure is the outcome).
+    resend: bool,
 }
 
 impl<R> Call<R>
@@ -52,7 +54,17 @@ where
             id: None,
             retry_at: None,
             attempts: 0,
+            resend: true,
         }
+    }
+
+    /// A call whose retriable failures are returned instead of resent to the same route:
+    /// for a route chosen from metadata (`Route::Broker(leader)`, a known coordinator),
+    /// where the caller must look the target up again. A connection to a paused or dead
+    /// leader would otherwise be retried until the deadline.
+    pub(crate) fn without_resend(mut self) -> Self {
+        self.resend = false;
+        self
     }
 
     /// Sends the request if due, collects the response: `Some` once it arrived or the
@@ -71,7 +83,7 @@ where
                 }
                 Some(Err(e)) => {
                     self.id = None;
-                    if !retriable(&e) || deadline.passed(cx) {
+                    if !self.resend || !retriable(&e) || deadline.passed(cx) {
                         return Some(Err(e.into()));
                     }
                     self.retry(cx);
@@ -90,10 +102,15 @@ where
                 _ => {
                     self.retry_at = None;
                     let (route, request) = (self.route.clone(), self.request.clone());
-                    self.id = Some(match self.version {
-                        Some(v) => cx.send_version(route, request, v),
-                        None => cx.send(route, request),
-                    });
+                    let mut opts = RequestOptions::default();
+                    if let Some(v) = self.version {
+                        opts = opts.version(v);
+                    }
+                    if !self.resend {
+                        // Neither here nor in the router: the failure goes to the caller.
+                        opts = opts.no_router_retry();
+                    }
+                    self.id = Some(cx.send_with(route, request, opts));
                 }
             }
         }

@@ -220,7 +220,9 @@ impl ListConsumerGroupOffsets {
                 .map(|g| (g.as_str(), self.specs.get(g).and_then(Option::as_ref)))
                 .collect();
             let request = fetch_request(&specs, self.require_stable, FetchShape::Groups(BY_NAME));
-            let mut call = Call::new(Route::Broker(node), request);
+            // Not resent to `node` on a connection failure: the groups go on alone, each to
+            // its coordinator looked up again.
+            let mut call = Call::new(Route::Broker(node), request).without_resend();
             call.set_version(Some(BY_NAME));
             self.batches.insert(node, call);
             self.batch_groups.insert(node, groups);
@@ -293,6 +295,10 @@ impl Operation for ListConsumerGroupOffsets {
                     RequestError::UnsupportedVersion { .. } | RequestError::Encode(_),
                 )) => {
                     // No batching on this broker: one request per group.
+                    again.extend(groups.iter().cloned());
+                    return Step::Done(Ok(BatchResults::new()));
+                }
+                Err(e) if e.is_retriable() && !deadline.passed(cx) => {
                     again.extend(groups.iter().cloned());
                     return Step::Done(Ok(BatchResults::new()));
                 }

@@ -26,11 +26,16 @@ pub(crate) struct Cluster {
 
 impl Cluster {
     pub(crate) fn new() -> Self {
-        let config = ClientConfig::from_pairs([
+        Self::with(&[])
+    }
+
+    /// With extra config keys (they override the defaults here).
+    pub(crate) fn with(extra: &[(&str, &str)]) -> Self {
+        let base = [
             ("bootstrap.servers", "boot:9092"),
             ("default.api.timeout.ms", "5000"),
-        ])
-        .unwrap();
+        ];
+        let config = ClientConfig::from_pairs(base.iter().chain(extra).copied()).unwrap();
         Cluster {
             client: Client::new(config, [7; 32]).unwrap(),
             now: origin(),
@@ -105,6 +110,11 @@ pub(crate) fn two_brokers() -> MetadataResponse {
 
 /// FindCoordinator answer: every key on node 1.
 pub(crate) fn coordinator_b1(seen: &Seen) -> Vec<u8> {
+    coordinator_on(seen, 1, "b1")
+}
+
+/// FindCoordinator answer: every key on `node` at `host`.
+pub(crate) fn coordinator_on(seen: &Seen, node: i32, host: &str) -> Vec<u8> {
     let req: FindCoordinatorRequest = seen.decode();
     reply(
         seen,
@@ -114,8 +124,8 @@ pub(crate) fn coordinator_b1(seen: &Seen) -> Vec<u8> {
                 .iter()
                 .map(|k| Coordinator {
                     key: k.clone(),
-                    node_id: 1,
-                    host: "b1".into(),
+                    node_id: node,
+                    host: host.into(),
                     port: 9092,
                     ..Default::default()
                 })

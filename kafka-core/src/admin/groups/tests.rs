@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use bytes::Bytes;
 
-use super::scripted::{coordinator_b1, reply, two_brokers, Cluster};
+use super::scripted::{coordinator_b1, coordinator_on, reply, two_brokers, Cluster};
 use super::*;
 use crate::admin::{AdminError, TopicPartition};
 use crate::protocol::messages::consumer_group_describe::response::DescribedGroup as NewGroup;
@@ -433,6 +433,54 @@ fn offsets_of_groups_with_known_coordinators_go_in_one_request() {
             vec!["g2".to_string()]
         ]
     );
+    let second = second.unwrap();
+    for g in ["g1", "g2"] {
+        let offsets = second[g].as_ref().unwrap();
+        let tp = TopicPartition::new(format!("topic-of-{g}"), 0);
+        assert_eq!(offsets[&tp], Ok(Some(OffsetAndMetadata::new(42))), "{g}");
+    }
+}
+
+#[test]
+fn a_batched_offset_fetch_to_a_coordinator_that_stops_answering_is_looked_up_again() {
+    // Both groups' coordinator is b1, known from a first run; then b1 answers nothing (a
+    // paused broker) and the coordinators moved to b2. The batch must not be resent to b1
+    // until the deadline: each group is looked up again and asked on b2.
+    let mut cluster = Cluster::with(&[
+        ("request.timeout.ms", "1000"),
+        ("default.api.timeout.ms", "20000"),
+    ]);
+    let op = || ListConsumerGroupOffsets::groups([("g1", None), ("g2", None)]);
+    let first = cluster.run(op(), |_, seen| match seen.api() {
+        ApiKey::Metadata => reply(seen, &two_brokers()),
+        ApiKey::FindCoordinator => coordinator_b1(seen),
+        ApiKey::OffsetFetch => offsets_answer(seen, &[]).1,
+        other => panic!("unexpected {other:?}"),
+    });
+    assert_eq!(first.unwrap().len(), 2);
+    let mut to_b1 = 0;
+    let mut to_b2: Vec<Vec<String>> = Vec::new();
+    let second = cluster.run(op(), |host, seen| {
+        if host == "b1" {
+            if seen.api() == ApiKey::OffsetFetch {
+                to_b1 += 1;
+            }
+            return Vec::new();
+        }
+        match seen.api() {
+            ApiKey::Metadata => reply(seen, &two_brokers()),
+            ApiKey::FindCoordinator => coordinator_on(seen, 2, "b2"),
+            ApiKey::OffsetFetch => {
+                let (ids, frame) = offsets_answer(seen, &[]);
+                to_b2.push(ids);
+                frame
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    });
+    assert_eq!(to_b1, 1, "the batch went to the stopped coordinator once");
+    to_b2.sort();
+    assert_eq!(to_b2, [vec!["g1".to_string()], vec!["g2".to_string()]]);
     let second = second.unwrap();
     for g in ["g1", "g2"] {
         let offsets = second[g].as_ref().unwrap();

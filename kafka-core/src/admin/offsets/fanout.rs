@@ -1,7 +1,7 @@
 //! Per-partition requests fanned out to partition leaders: a refresh of the client's
 //! metadata finds the leaders, one request per leader broker carries its partitions,
-//! and partitions answered with a stale-leader or retriable error go back through a
-//! fresh metadata lookup until the deadline.
+//! and partitions answered with a stale-leader or retriable error, or whose leader's
+//! connection failed, go back through a fresh metadata lookup until the deadline.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -132,6 +132,15 @@ impl<P: PerLeader> FanOut<P> {
                         self.finish(tp, Err(e));
                     }
                 }
+                Err(e) if e.is_retriable() && !deadline.passed(cx) => {
+                    // The leader's connection failed (a dead or paused broker, whose
+                    // leaderships the client forgot): look the leaders up again.
+                    for tp in unanswered {
+                        cx.invalidate_leader(&tp.topic, tp.partition);
+                        self.open.insert(tp, Why::Lookup);
+                    }
+                    self.schedule_lookup(cx);
+                }
                 Err(e) => {
                     for tp in unanswered {
                         self.finish(tp, Err(e.clone()));
@@ -247,8 +256,10 @@ impl<P: PerLeader> FanOut<P> {
             for tp in &tps {
                 self.open.insert(tp.clone(), Why::Sent);
             }
-            self.calls
-                .push((tps, Call::new(Route::Broker(leader), request)));
+            self.calls.push((
+                tps,
+                Call::new(Route::Broker(leader), request).without_resend(),
+            ));
         }
     }
 }

@@ -19,12 +19,18 @@ use crate::test_support::{broker_versions, origin, parse_requests, response_fram
 
 /// Runs `op` to completion; `answer(host, request)` scripts every broker (ApiVersions is
 /// answered here). Time jumps to the client's next timeout whenever nothing is written.
-pub(crate) fn drive<O: Operation>(
+pub(crate) fn drive<O: Operation>(op: O, answer: impl FnMut(&str, &Seen) -> Vec<u8>) -> O::Output {
+    drive_with(&[], op, answer)
+}
+
+/// [`drive`] with extra config keys; an empty answer leaves the request unanswered.
+fn drive_with<O: Operation>(
+    extra: &[(&str, &str)],
     op: O,
     mut answer: impl FnMut(&str, &Seen) -> Vec<u8>,
 ) -> O::Output {
-    let config = ClientConfig::from_pairs([("bootstrap.servers", "boot:9092"), ("client.id", "t")])
-        .expect("config");
+    let pairs = [("bootstrap.servers", "boot:9092"), ("client.id", "t")];
+    let config = ClientConfig::from_pairs(pairs.iter().chain(extra).copied()).expect("config");
     let mut client = Client::new(config, [1; 32]).expect("client");
     let mut now = origin();
     let id = client.start_op(now, op);
@@ -186,6 +192,53 @@ fn list_offsets_fans_out_per_leader_and_relooks_up_stale_leaders() {
         let got = r[&TopicPartition::new("t", p)].clone().expect("listed");
         assert_eq!(got.offset, 100 + i64::from(p));
         assert_eq!(got.leader_epoch, Some(1));
+    }
+}
+
+#[test]
+fn a_leader_that_stops_answering_is_looked_up_again_not_retried_until_the_deadline() {
+    // Broker 2 leads partition 1 and then answers nothing (a paused process: its socket
+    // stays open). Once its request times out, the cluster has moved partition 1 to broker
+    // 1; the fan-out must look the leader up again instead of resending to broker 2.
+    let paused_seen = RefCell::new(0);
+    let mut to_b1: Vec<i32> = Vec::new();
+    let op = ListOffsets::new([
+        (TopicPartition::new("t", 0), OffsetSpec::Latest),
+        (TopicPartition::new("t", 1), OffsetSpec::Latest),
+    ]);
+    let r = drive_with(&[("request.timeout.ms", "5000")], op, |host, seen| {
+        if host == "b2" {
+            *paused_seen.borrow_mut() += 1;
+            return Vec::new();
+        }
+        match seen.api() {
+            ApiKey::Metadata => {
+                let leaders = if *paused_seen.borrow() > 0 {
+                    [1, 1]
+                } else {
+                    [1, 2]
+                };
+                response_frame(seen, &metadata(&leaders), seen.version())
+            }
+            ApiKey::ListOffsets => {
+                let req: ListOffsetsRequest = seen.decode();
+                to_b1.extend(req.topics[0].partitions.iter().map(|p| p.partition_index));
+                offsets(seen, |_| 0)
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    })
+    .expect("list offsets");
+    assert_eq!(
+        *paused_seen.borrow(),
+        1,
+        "broker 2 was asked once, not until the deadline"
+    );
+    to_b1.sort();
+    assert_eq!(to_b1, vec![0, 1], "partition 1 went to its new leader");
+    for p in 0..2 {
+        let got = r[&TopicPartition::new("t", p)].clone();
+        assert_eq!(got.map(|o| o.offset), Ok(100 + i64::from(p)));
     }
 }
 
