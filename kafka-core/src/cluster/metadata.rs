@@ -139,8 +139,11 @@ impl Metadata {
     /// cached topic the answer does not list is gone (deleted) and dropped.
     pub fn update_complete(&mut self, resp: &MetadataResponse) {
         self.update(resp);
-        let listed: std::collections::BTreeSet<&str> =
-            resp.topics.iter().filter_map(|t| t.name.as_deref()).collect();
+        let listed: std::collections::BTreeSet<&str> = resp
+            .topics
+            .iter()
+            .filter_map(|t| t.name.as_deref())
+            .collect();
         self.topics.retain(|name, _| listed.contains(name.as_str()));
         self.complete_generation = self.generation;
     }
