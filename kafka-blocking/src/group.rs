@@ -112,6 +112,28 @@ impl GroupConsumer {
         self.group.subscribe(topic_names(topics)).map_err(failed)
     }
 
+    /// Subscribes to every topic whose whole name matches `pattern` and joins the group
+    /// (replacing the previous subscription). Classic protocol: a regex matched here
+    /// over every topic's metadata (refreshed every `metadata.max.age.ms`; internal
+    /// topics left out); an invalid one is an error now. KIP-848: sent to the
+    /// coordinator (RE2J), which refuses an invalid one (the next poll fails with
+    /// `GroupError::InvalidPattern`).
+    pub fn subscribe_pattern(&self, pattern: &str) -> Result<(), Error> {
+        self.listener.set(None);
+        self.group.subscribe_pattern(pattern).map_err(failed)
+    }
+
+    /// Like [`GroupConsumer::subscribe_pattern`], with `listener` for rebalance events
+    /// (see [`GroupConsumer::subscribe_with`]).
+    pub fn subscribe_pattern_with(
+        &self,
+        pattern: &str,
+        listener: impl RebalanceListener<GroupConsumer> + 'static,
+    ) -> Result<(), Error> {
+        self.listener.set(Some(Box::new(listener)));
+        self.group.subscribe_pattern(pattern).map_err(failed)
+    }
+
     /// Leaves the group: every partition is revoked.
     pub fn unsubscribe(&self) -> Result<(), Error> {
         self.group.subscribe(Vec::new()).map_err(failed)

@@ -8,7 +8,7 @@ use std::time::Instant;
 use kafka_core::client::{OpContext, OpId};
 use kafka_core::consumer::{ConsumeError, ConsumerMetrics, ConsumerRecord};
 use kafka_core::group::{
-    CommitId, GroupConsumer, GroupError, GroupEvent, GroupMetadata, TopicPartition,
+    CommitId, GroupConsumer, GroupError, GroupEvent, GroupMetadata, TopicPartition, TopicPattern,
 };
 
 use crate::Driver;
@@ -52,6 +52,17 @@ impl GroupConsumerView<'_> {
     pub fn subscribe<T: AsRef<str>>(&mut self, topics: impl IntoIterator<Item = T>) {
         let topics: Vec<String> = topics.into_iter().map(|t| t.as_ref().into()).collect();
         self.command(|g, cx| g.subscribe(cx, topics.iter().map(String::as_str)));
+    }
+
+    /// Subscribes to every topic whose whole name matches `pattern` (replacing the
+    /// previous subscription). Classic protocol: a regex matched over every topic's
+    /// metadata; an invalid one is an error now. KIP-848: sent to the coordinator, which
+    /// refuses an invalid one (`GroupEvent::Failed`). `Ok` also when not running.
+    pub fn subscribe_pattern(&mut self, pattern: &str) -> Result<(), GroupError> {
+        let protocol = self.driver.core().config().group().group_protocol;
+        let pattern = TopicPattern::new(pattern, protocol)?;
+        self.command(|g, cx| g.subscribe_pattern(cx, pattern))
+            .unwrap_or(Ok(()))
     }
 
     /// Leaves the group: every partition is revoked.

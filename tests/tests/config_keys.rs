@@ -453,6 +453,12 @@ fn effects() -> Vec<Effect> {
             |c| c.group().auto_commit_interval == Duration::from_secs(1),
             "auto_commit_interval",
         ),
+        e(
+            "exclude.internal.topics",
+            "false",
+            |c| !c.group().exclude_internal_topics,
+            "exclude_internal_topics",
+        ),
     ]
 }
 

@@ -47,6 +47,7 @@ mod erased;
 mod ops;
 mod router;
 mod timers;
+mod wants;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -249,6 +250,11 @@ pub struct Client {
     /// Topics to keep in metadata, with when a request last routed to them (they expire
     /// after `metadata.max.idle.ms`).
     wanted_topics: BTreeMap<String, Instant>,
+    /// Machines that want every topic's metadata (pattern subscriptions): while one
+    /// does, refreshes ask for all topics (see `wants.rs`).
+    all_topics_wanted: BTreeSet<u64>,
+    /// The metadata request in flight asks for all topics.
+    metadata_all_in_flight: bool,
     /// Metadata requests let the broker auto-create topics (a producer runs here, as
     /// Java's producer metadata does).
     auto_create_topics: bool,
@@ -368,6 +374,8 @@ impl Client {
             metadata_due: None,
             metadata_in_flight: false,
             wanted_topics: Default::default(),
+            all_topics_wanted: Default::default(),
+            metadata_all_in_flight: false,
             auto_create_topics: false,
             ops: BTreeMap::new(),
             op_outputs: HashMap::new(),

@@ -230,6 +230,13 @@ impl OpContext<'_> {
         self.client.request_metadata(self.now, topics);
     }
 
+    /// While `on`, this machine wants every topic's metadata (a pattern subscription):
+    /// refreshes ask for all topics every `metadata.max.age.ms`. It ends with `false` or
+    /// when the machine finishes; then topics nothing else wants leave the cache.
+    pub fn want_all_topics(&mut self, on: bool) {
+        self.client.want_all_topics(self.now, self.op, on);
+    }
+
     /// Lets this client's metadata requests auto-create topics on brokers that allow
     /// it (`auto.create.topics.enable`), as Java's producer does.
     pub fn allow_topic_auto_creation(&mut self) {
@@ -534,6 +541,7 @@ impl Client {
     fn release(&mut self, raw: u64, slot: OpSlot) {
         self.timers.set(Timer::Op(raw), None);
         self.ready_ops.remove(&raw);
+        self.drop_all_topics_want(raw);
         for id in slot.owned {
             self.withdraw(id);
         }

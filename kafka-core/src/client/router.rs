@@ -405,7 +405,7 @@ impl Client {
             Some(Internal::Metadata) => {
                 self.metadata_in_flight = false;
                 if let Some(resp) = decoded.value.downcast_ref::<MetadataResponse>() {
-                    self.metadata.update(resp);
+                    self.apply_metadata(resp);
                     self.metadata_at = Some(now);
                     // A refresh asked for while this one was in flight (a topic the
                     // request did not name, a leader lost since) may not be answered
@@ -629,8 +629,10 @@ impl Client {
                 ..Default::default()
             })
             .collect();
+        // A pattern subscription wants every topic (topics = null).
+        self.metadata_all_in_flight = !self.all_topics_wanted.is_empty();
         let req = MetadataRequest {
-            topics: Some(topics),
+            topics: (!self.metadata_all_in_flight).then_some(topics),
             allow_auto_topic_creation: self.auto_create_topics,
             ..Default::default()
         };

@@ -45,6 +45,8 @@ pub struct TopicInfo {
     pub partitions: BTreeMap<i32, PartitionInfo>,
     /// The topic's error code in the last metadata answer.
     pub error_code: i16,
+    /// The broker marks it internal (`__consumer_offsets`, `__transaction_state`, ...).
+    pub internal: bool,
 }
 
 /// Cached cluster metadata.
@@ -58,6 +60,8 @@ pub struct Metadata {
     topic_errors: BTreeMap<String, i16>,
     /// Counts applied answers, so a machine can tell a refresh it asked for arrived.
     generation: u64,
+    /// The generation of the last answer that listed every topic (0: none yet).
+    complete_generation: u64,
 }
 
 impl Metadata {
@@ -107,6 +111,7 @@ impl Metadata {
             }
             entry.id = t.topic_id;
             entry.error_code = t.error_code;
+            entry.internal = t.is_internal;
             for p in &t.partitions {
                 let new = PartitionInfo {
                     leader: p.leader_id,
@@ -128,6 +133,30 @@ impl Metadata {
                 }
             }
         }
+    }
+
+    /// Applies the answer to a request for every topic: as [`Metadata::update`], and a
+    /// cached topic the answer does not list is gone (deleted) and dropped.
+    pub fn update_complete(&mut self, resp: &MetadataResponse) {
+        self.update(resp);
+        let listed: std::collections::BTreeSet<&str> = resp
+            .topics
+            .iter()
+            .filter_map(|t| t.name.as_deref())
+            .collect();
+        self.topics.retain(|name, _| listed.contains(name.as_str()));
+        self.complete_generation = self.generation;
+    }
+
+    /// The [`Metadata::generation`] of the last answer that listed every topic (0: none).
+    pub fn complete_generation(&self) -> u64 {
+        self.complete_generation
+    }
+
+    /// Keeps only the cached topics `keep` accepts (an all-topics want ended).
+    pub fn retain_topics(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.topics.retain(|name, _| keep(name));
+        self.topic_errors.retain(|name, _| keep(name));
     }
 
     /// Drops a topic from the cache (it expired from the wanted set).

@@ -53,6 +53,9 @@ pub struct GroupConfig {
     pub enable_auto_commit: bool,
     /// `auto.commit.interval.ms` (default 5 s).
     pub auto_commit_interval: Duration,
+    /// `exclude.internal.topics` (default true): a classic pattern subscription never
+    /// matches internal topics (`__consumer_offsets`, `__transaction_state`, ...).
+    pub exclude_internal_topics: bool,
 }
 
 impl Default for GroupConfig {
@@ -68,6 +71,7 @@ impl Default for GroupConfig {
             assignment_strategy: vec!["range".into(), "cooperative-sticky".into()],
             enable_auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
+            exclude_internal_topics: true,
         }
     }
 }
@@ -237,6 +241,16 @@ pub(super) const KEYS: &[KeyInfo] = &[
         secret: false,
         apply: |b, v| {
             b.group.auto_commit_interval = parse::millis_int(v)?;
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "exclude.internal.topics",
+        default: Some("true"),
+        doc: "Whether a pattern subscription leaves internal topics out.",
+        secret: false,
+        apply: |b, v| {
+            b.group.exclude_internal_topics = parse::boolean(v)?;
             Ok(())
         },
     },

@@ -9,7 +9,8 @@ use super::assignor::RebalanceProtocol;
 use super::member::{MemberEvent, TopicPartition};
 use super::membership::Member;
 use super::offsets::{CommitId, Commits, Fetching};
-use super::{CommitError, GroupError};
+use super::pattern::Matcher;
+use super::{CommitError, GroupError, TopicPattern};
 use crate::client::{Notice, OpContext, Operation};
 use crate::config::ClientConfig;
 use crate::consumer::{Consumer, ConsumerMetrics, ConsumerRecord};
@@ -69,7 +70,11 @@ pub struct GroupMetadata {
 pub struct GroupConsumer {
     fetcher: Consumer,
     member: Member,
+    /// The subscription: named topics, or (classic) the ones the pattern matches now.
     topics: BTreeSet<String>,
+    /// A pattern subscription (classic: matched here; KIP-848: by the coordinator).
+    pattern: Option<Matcher>,
+    exclude_internal: bool,
     /// Partitions the application owns (announced with `Assigned`).
     owned: BTreeSet<TopicPartition>,
     revoking: Option<Revocation>,
@@ -126,6 +131,8 @@ impl GroupConsumer {
             fetcher,
             member: Member::new(config)?,
             topics: BTreeSet::new(),
+            pattern: None,
+            exclude_internal: g.exclude_internal_topics,
             owned: BTreeSet::new(),
             revoking: None,
             fetching: None,
@@ -155,7 +162,8 @@ impl GroupConsumer {
         topics: impl IntoIterator<Item = &'t str>,
     ) {
         let topics: BTreeSet<String> = topics.into_iter().map(str::to_string).collect();
-        if topics == self.topics {
+        let had_pattern = self.clear_pattern(cx);
+        if topics == self.topics && !had_pattern {
             return;
         }
         self.topics = topics;
@@ -168,8 +176,83 @@ impl GroupConsumer {
         self.last_poll.get_or_insert(cx.now());
     }
 
+    /// Subscribes to every topic whose whole name matches `pattern` (replacing the
+    /// previous subscription) and joins or rejoins the group. Classic: matched here
+    /// against every topic's metadata (refreshed every `metadata.max.age.ms`; internal
+    /// topics left out with `exclude.internal.topics`), joining once the first
+    /// all-topics answer is in; a topic that starts or stops matching rejoins. KIP-848:
+    /// sent as `SubscribedTopicRegex` and matched by the coordinator (an invalid one ends
+    /// as [`GroupEvent::Failed`]). Refused if `pattern` was made for the classic
+    /// protocol's rules and this consumer is classic but it is not compiled.
+    pub fn subscribe_pattern(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        pattern: TopicPattern,
+    ) -> Result<(), GroupError> {
+        let classic = self.member.is_classic();
+        if classic && !pattern.is_compiled() {
+            return Err(GroupError::InvalidPattern {
+                pattern: pattern.as_str().to_string(),
+                reason: "made for group.protocol=consumer".into(),
+            });
+        }
+        if self.pattern.as_ref().is_some_and(|m| m.pattern == pattern) {
+            return Ok(());
+        }
+        let now = cx.now();
+        cx.want_all_topics(true);
+        if !classic {
+            // The coordinator matches; the metadata of every topic lets its assignment
+            // be resolved by topic id.
+            self.topics.clear();
+            self.member.set_pattern(Some(pattern.as_str().to_string()));
+            self.member.request_rejoin(now, "subscription changed");
+        }
+        self.pattern = Some(Matcher::new(pattern, self.exclude_internal, cx.metadata()));
+        self.last_poll.get_or_insert(now);
+        Ok(())
+    }
+
+    /// The pattern subscribed to, if any.
+    pub fn pattern(&self) -> Option<&str> {
+        self.pattern.as_ref().map(|m| m.pattern.as_str())
+    }
+
+    /// Ends a pattern subscription; whether there was one.
+    fn clear_pattern(&mut self, cx: &mut OpContext<'_>) -> bool {
+        if self.pattern.take().is_none() {
+            return false;
+        }
+        cx.want_all_topics(false);
+        self.member.set_pattern(None);
+        true
+    }
+
+    /// Classic pattern subscriptions: after each all-topics answer, the matching topics
+    /// become the subscription; a change (or the first answer) joins or rejoins.
+    fn match_pattern(&mut self, cx: &mut OpContext<'_>) {
+        if !self.member.is_classic() {
+            return;
+        }
+        let Some(m) = &mut self.pattern else { return };
+        let Some(matched) = m.refresh(cx.metadata()) else {
+            return;
+        };
+        let first = std::mem::take(&mut m.first);
+        if matched != self.topics || (first && self.member.is_idle()) {
+            self.topics = matched;
+            self.member
+                .request_rejoin(cx.now(), "the topics matching the pattern changed");
+        }
+    }
+
+    fn subscribed(&self) -> bool {
+        !self.topics.is_empty() || self.pattern.is_some()
+    }
+
     /// Leaves the group and gives up every partition (they are reported `Revoked`).
     pub fn unsubscribe(&mut self, cx: &mut OpContext<'_>) {
+        self.clear_pattern(cx);
         self.topics.clear();
         if !self.owned.is_empty() {
             self.events
@@ -179,7 +262,7 @@ impl GroupConsumer {
         self.member.leave(cx, "the consumer unsubscribed");
     }
 
-    /// The subscribed topics.
+    /// The subscribed topics (with a classic pattern: those it matches now).
     pub fn subscription(&self) -> impl Iterator<Item = &str> {
         self.topics.iter().map(String::as_str)
     }
@@ -378,7 +461,7 @@ impl GroupConsumer {
     pub fn touch(&mut self, cx: &mut OpContext<'_>) {
         let now = cx.now();
         self.last_poll = Some(now);
-        if self.poll_expired && !self.topics.is_empty() && !self.failed {
+        if self.poll_expired && self.subscribed() && !self.failed {
             self.poll_expired = false;
             self.member
                 .request_rejoin(now, "the application polled again");
@@ -699,6 +782,7 @@ impl Operation for GroupConsumer {
         if !self.failed {
             self.check_poll_interval(cx);
             self.finish_revocation(cx);
+            self.match_pattern(cx);
             let mut owned = self.owned.clone();
             if let Some(f) = &self.fetching {
                 owned.extend(f.partitions.iter().cloned());

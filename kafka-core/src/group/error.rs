@@ -24,6 +24,15 @@ pub enum GroupError {
         /// Its error code.
         code: KafkaCode,
     },
+    /// A pattern subscription's regex is invalid: refused at subscribe time (classic,
+    /// compiled here) or by the coordinator (KIP-848, INVALID_REGULAR_EXPRESSION).
+    #[error("invalid topic pattern {pattern:?}: {reason}")]
+    InvalidPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// Why it is invalid.
+        reason: String,
+    },
     /// The leader's assignor failed.
     #[error("assignment failed: {0}")]
     Assign(String),

@@ -20,6 +20,7 @@ use super::GroupError;
 use crate::client::{OpContext, RequestId};
 use crate::cluster::Route;
 use crate::config::ClientConfig;
+use crate::conn::RequestError;
 use crate::protocol::messages::consumer_group_heartbeat::request::TopicPartitions as OwnedTopic;
 use crate::protocol::messages::consumer_group_heartbeat::ConsumerGroupHeartbeatRequest;
 use crate::protocol::{KafkaCode, Uuid};
@@ -58,6 +59,12 @@ pub(crate) struct Kip848 {
     delivered: Option<BTreeSet<TopicPartition>>,
     leave: Option<RequestId<ConsumerGroupHeartbeatRequest>>,
     pub(crate) rebalances: u64,
+    /// A pattern subscription (`SubscribedTopicRegex`, v1+), matched by the coordinator.
+    pub(crate) pattern: Option<String>,
+    /// The regex the coordinator has from us (sent and answered).
+    regex_sent: Option<String>,
+    /// The `SubscribedTopicRegex` the heartbeat in flight carries, if any ("" clears).
+    regex_in_flight: Option<String>,
 }
 
 impl std::fmt::Debug for Kip848 {
@@ -94,6 +101,9 @@ impl Kip848 {
             delivered: None,
             leave: None,
             rebalances: 0,
+            pattern: None,
+            regex_sent: None,
+            regex_in_flight: None,
         })
     }
 
@@ -160,9 +170,17 @@ impl Kip848 {
             return;
         };
         self.heartbeat = None;
+        let regex = self.regex_in_flight.take();
         let now = cx.now();
         let resp = match answer {
             Ok(r) => r,
+            Err(RequestError::Encode(_)) if regex.is_some() => {
+                // The broker's ConsumerGroupHeartbeat is v0: no SubscribedTopicRegex.
+                self.phase = Phase::Failed;
+                let why = "pattern subscriptions need ConsumerGroupHeartbeat v1 (Kafka 4.0+)";
+                out.push(MemberEvent::Failed(GroupError::Unsupported(why)));
+                return;
+            }
             Err(_) => {
                 self.backoff(cx);
                 return;
@@ -172,6 +190,9 @@ impl Kip848 {
         match code {
             KafkaCode::NONE => {
                 self.attempts = 0;
+                if let Some(r) = regex {
+                    self.regex_sent = (!r.is_empty()).then_some(r);
+                }
                 if let Some(id) = resp.member_id.filter(|m| !m.is_empty()) {
                     self.member_id = id;
                 }
@@ -204,6 +225,13 @@ impl Kip848 {
             | KafkaCode::COORDINATOR_LOAD_IN_PROGRESS => {
                 cx.invalidate_coordinator(&self.group.clone());
                 self.backoff(cx);
+            }
+            KafkaCode::INVALID_REGULAR_EXPRESSION => {
+                self.phase = Phase::Failed;
+                out.push(MemberEvent::Failed(GroupError::InvalidPattern {
+                    pattern: self.pattern.clone().unwrap_or_default(),
+                    reason: resp.error_message.unwrap_or_else(|| code.to_string()),
+                }));
             }
             _ if code.is_retriable() => self.backoff(cx),
             _ => {
@@ -283,6 +311,21 @@ impl Kip848 {
                 by_topic.entry(info.id).or_default().push(*p);
             }
         }
+        // SubscribedTopicRegex goes on a joining (full) heartbeat and when it changed
+        // since the coordinator took it; "" removes a pattern it has (Java's rules).
+        // With a pattern no names are sent, but an empty list alongside the regex
+        // clears names an earlier subscription left there.
+        let joining = self.epoch == JOIN;
+        let regex = match &self.pattern {
+            Some(p) if joining || self.regex_sent.as_ref() != Some(p) => Some(p.clone()),
+            None if self.regex_sent.is_some() => Some(String::new()),
+            _ => None,
+        };
+        let names = match &self.pattern {
+            Some(_) => regex.as_ref().map(|_| Vec::new()),
+            None => Some(topics.iter().cloned().collect()),
+        };
+        self.regex_in_flight.clone_from(&regex);
         let req = ConsumerGroupHeartbeatRequest {
             group_id: self.group.clone(),
             member_id: self.member_id.clone(),
@@ -290,7 +333,8 @@ impl Kip848 {
             instance_id: self.instance.clone(),
             rack_id: self.rack.clone(),
             rebalance_timeout_ms: millis(self.rebalance_timeout),
-            subscribed_topic_names: Some(topics.iter().cloned().collect()),
+            subscribed_topic_names: names,
+            subscribed_topic_regex: regex,
             server_assignor: self.assignor.clone(),
             topic_partitions: Some(
                 by_topic
@@ -335,6 +379,8 @@ impl Kip848 {
         self.epoch = JOIN;
         self.target = None;
         self.delivered = None;
+        self.regex_sent = None;
+        self.regex_in_flight = None;
     }
 
     pub(crate) fn leaving(&self) -> bool {

@@ -102,6 +102,8 @@ pub(crate) struct Classic {
     last_heartbeat_ok: Option<Instant>,
     /// Partition counts of the topics the assignment was made from.
     layout_seen: BTreeMap<String, usize>,
+    /// The subscription the last JoinGroup carried (a change since forces a rejoin).
+    joined_topics: BTreeSet<String>,
     /// Topics of every member, when leading (metadata changes there force a rejoin).
     group_topics: BTreeSet<String>,
     leave: Option<RequestId<crate::protocol::messages::leave_group::LeaveGroupRequest>>,
@@ -162,6 +164,7 @@ impl Classic {
             next_heartbeat: None,
             last_heartbeat_ok: None,
             layout_seen: BTreeMap::new(),
+            joined_topics: BTreeSet::new(),
             group_topics: BTreeSet::new(),
             leave: None,
             rebalances: 0,
@@ -259,6 +262,7 @@ impl Classic {
                         }
                     }
                     let req = self.join_request(topics, owned);
+                    self.joined_topics.clone_from(topics);
                     let timeout = self.rebalance_timeout + Duration::from_secs(5);
                     let opts = RequestOptions::default().timeout(timeout.max(self.request_timeout));
                     let id = cx.send_with(Route::GroupCoordinator(self.group.clone()), req, opts);
@@ -596,6 +600,12 @@ impl Classic {
     /// its partition count since the assignment forces a rejoin.
     fn check_metadata(&mut self, cx: &OpContext<'_>, topics: &BTreeSet<String>) {
         if !self.is_stable() {
+            return;
+        }
+        if *topics != self.joined_topics {
+            // Changed while joining (a pattern's topics, a new subscription): Java's
+            // `joinedSubscription` check.
+            self.request_rejoin(cx.now(), "the subscription changed since the join");
             return;
         }
         let now_layout = self.layout_of(cx, topics);

@@ -59,6 +59,18 @@ impl Member {
         }
     }
 
+    /// Whether it speaks the classic protocol.
+    pub(crate) fn is_classic(&self) -> bool {
+        matches!(self, Member::Classic(_))
+    }
+
+    /// The server-side pattern (KIP-848) the member subscribes with instead of names.
+    pub(crate) fn set_pattern(&mut self, pattern: Option<String>) {
+        if let Member::Kip848(m) = self {
+            m.pattern = pattern;
+        }
+    }
+
     /// Whether this member led the last classic generation (KIP-848: never).
     pub(crate) fn is_leader(&self) -> bool {
         matches!(self, Member::Classic(m) if m.leader)

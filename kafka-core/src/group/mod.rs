@@ -3,7 +3,8 @@
 //!
 //! Files: `protocol` (ConsumerProtocol subscription/assignment, versions 0–3),
 //! `assignor/` (range, roundrobin, sticky, cooperative-sticky), `member` (the classic
-//! membership sub-machine), `kip848` (the KIP-848 member), `membership` (either), `offsets` (OffsetCommit and OffsetFetch), `consumer`
+//! membership sub-machine), `kip848` (the KIP-848 member), `membership` (either), `offsets` (OffsetCommit and OffsetFetch),
+//! `pattern` (pattern subscriptions), `consumer`
 //! ([`GroupConsumer`]: the fetcher driven by membership), `error`.
 
 pub mod assignor;
@@ -13,6 +14,7 @@ mod kip848;
 mod member;
 mod membership;
 mod offsets;
+mod pattern;
 pub mod protocol;
 
 #[cfg(test)]
@@ -22,4 +24,5 @@ pub use consumer::{GroupConsumer, GroupEvent, GroupMetadata};
 pub use error::{CommitError, GroupError};
 pub use member::TopicPartition;
 pub use offsets::CommitId;
+pub use pattern::TopicPattern;
 pub use protocol::{Assignment, Subscription, TopicPartitions};

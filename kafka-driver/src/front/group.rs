@@ -51,6 +51,11 @@ impl AsyncGroupConsumer {
         self.group.subscribe(topics)
     }
 
+    /// See [`GroupMailbox::subscribe_pattern`].
+    pub fn subscribe_pattern(&self, pattern: &str) -> Result<(), ConsumerError> {
+        self.group.subscribe_pattern(pattern)
+    }
+
     /// One poll: events to `on_events` (on this task, before any record after them),
     /// then up to `max.poll.records` records, waiting up to `timeout` for the first; an
     /// empty `Vec` if none came.
@@ -202,6 +207,28 @@ macro_rules! async_group_consumer {
             self.inner
                 .subscribe($crate::group::topic_names(topics))
                 .map_err(failed)
+        }
+
+        /// Subscribes to every topic whose whole name matches `pattern` and joins the
+        /// group (replacing the previous subscription). Classic protocol: a regex
+        /// matched here over every topic's metadata (refreshed every
+        /// `metadata.max.age.ms`; internal topics left out); an invalid one is an error
+        /// now. KIP-848: sent to the coordinator (RE2J), which refuses an invalid one
+        /// (the next poll fails with `GroupError::InvalidPattern`).
+        pub fn subscribe_pattern(&self, pattern: &str) -> Result<(), Error> {
+            self.listener.set(None);
+            self.inner.subscribe_pattern(pattern).map_err(failed)
+        }
+
+        /// Like [`GroupConsumer::subscribe_pattern`], with `listener` for rebalance
+        /// events (see [`GroupConsumer::subscribe_with`]).
+        pub fn subscribe_pattern_with(
+            &self,
+            pattern: &str,
+            listener: impl RebalanceListener<GroupConsumer> + 'static,
+        ) -> Result<(), Error> {
+            self.listener.set(Some(Box::new(listener)));
+            self.inner.subscribe_pattern(pattern).map_err(failed)
         }
 
         /// Leaves the group: every partition is revoked.

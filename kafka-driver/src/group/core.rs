@@ -8,7 +8,7 @@ use std::time::Instant;
 use kafka_core::client::{Client, OpRef};
 use kafka_core::consumer::ConsumerMetrics;
 use kafka_core::group::{
-    CommitError, CommitId, GroupConsumer, GroupEvent, GroupMetadata, TopicPartition,
+    CommitError, CommitId, GroupConsumer, GroupEvent, GroupMetadata, TopicPartition, TopicPattern,
 };
 
 use super::{GroupMailbox, Offsets, Rebalance};
@@ -70,6 +70,27 @@ impl GroupCore {
         core.command(now, self.inner.id(), |g, cx| {
             g.subscribe(cx, topics.iter().map(String::as_str));
         });
+        self.pump(core, now);
+    }
+
+    /// Subscribes to `pattern` (checked by the application side for this protocol; a
+    /// refusal all the same fails the consumer, as a member failure would).
+    pub(crate) fn subscribe_pattern(
+        &mut self,
+        core: &mut Client,
+        now: Instant,
+        pattern: TopicPattern,
+    ) {
+        let refused = core
+            .command(now, self.inner.id(), |g, cx| {
+                g.subscribe_pattern(cx, pattern)
+            })
+            .and_then(Result::err);
+        if let Some(e) = refused {
+            self.with_queue(|g| g.failed = Some(e));
+            let shared = self.inner.shared();
+            shared.wake_takers(shared.lock());
+        }
         self.pump(core, now);
     }
 

@@ -38,7 +38,8 @@ use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use kafka_core::config::ClientConfig;
+use kafka_core::config::{ClientConfig, GroupProtocol};
+use kafka_core::group::TopicPattern;
 pub use kafka_core::group::{CommitError, GroupError, GroupMetadata, TopicPartition};
 
 /// A group member's identity and the positions its application has taken, as
@@ -284,6 +285,8 @@ enum Step {
 #[derive(Clone, Debug)]
 pub struct GroupMailbox {
     mailbox: Mailbox,
+    /// `group.protocol`, for checking patterns at subscribe time.
+    protocol: GroupProtocol,
 }
 
 impl GroupMailbox {
@@ -292,6 +295,7 @@ impl GroupMailbox {
     pub fn new(config: &ClientConfig, key: ConsumerKey, submit: Submit) -> Self {
         GroupMailbox {
             mailbox: Mailbox::with_group(config, key, submit, Some(GroupQueue::default())),
+            protocol: config.group().group_protocol,
         }
     }
 
@@ -307,6 +311,19 @@ impl GroupMailbox {
         let key = self.mailbox.key();
         self.send(Box::new(move |hub, now| {
             hub.group(key, |g, core| g.subscribe(core, now, &topics));
+        }))
+    }
+
+    /// Subscribes to every topic whose whole name matches `pattern` (see the core's
+    /// `GroupConsumer::subscribe_pattern`); a pattern invalid for `group.protocol` is
+    /// refused here (KIP-848: the coordinator judges it, and a refusal ends the
+    /// consumer with [`GroupError::InvalidPattern`]).
+    pub fn subscribe_pattern(&self, pattern: &str) -> Result<(), ConsumerError> {
+        self.open()?;
+        let pattern = TopicPattern::new(pattern, self.protocol)?;
+        let key = self.mailbox.key();
+        self.send(Box::new(move |hub, now| {
+            hub.group(key, |g, core| g.subscribe_pattern(core, now, pattern));
         }))
     }
 

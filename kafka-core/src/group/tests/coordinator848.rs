@@ -32,6 +32,10 @@ pub(crate) struct Coordinator848 {
     session: Duration,
     /// Heartbeats seen: (member, epoch sent).
     pub(crate) heartbeats: Vec<(String, i32)>,
+    /// Per heartbeat: epoch, `SubscribedTopicNames`, `SubscribedTopicRegex`.
+    pub(crate) subscriptions: Vec<(i32, Option<Vec<String>>, Option<String>)>,
+    /// Answer a heartbeat carrying a regex with INVALID_REGULAR_EXPRESSION.
+    pub(crate) reject_regex: bool,
 }
 
 impl Coordinator848 {
@@ -44,6 +48,8 @@ impl Coordinator848 {
             targets: BTreeMap::new(),
             session: Duration::from_secs(10),
             heartbeats: Vec::new(),
+            subscriptions: Vec::new(),
+            reject_regex: false,
         }
     }
 
@@ -87,6 +93,18 @@ impl Coordinator848 {
     ) -> ConsumerGroupHeartbeatResponse {
         self.heartbeats
             .push((req.member_id.clone(), req.member_epoch));
+        self.subscriptions.push((
+            req.member_epoch,
+            req.subscribed_topic_names.clone(),
+            req.subscribed_topic_regex.clone(),
+        ));
+        if self.reject_regex && req.subscribed_topic_regex.is_some() {
+            return ConsumerGroupHeartbeatResponse {
+                error_code: KafkaCode::INVALID_REGULAR_EXPRESSION.0,
+                error_message: Some("missing closing )".into()),
+                ..Default::default()
+            };
+        }
         let err = |code: KafkaCode| ConsumerGroupHeartbeatResponse {
             error_code: code.0,
             ..Default::default()

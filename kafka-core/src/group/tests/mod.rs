@@ -6,6 +6,7 @@ mod coordinator;
 mod coordinator848;
 mod errors;
 mod kip848;
+mod pattern;
 mod scenarios;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,6 +70,10 @@ pub(super) struct World {
     pub(super) log: Vec<(usize, i32, i64)>,
     /// Errors to answer the next requests of an API with (taken in order).
     pub(super) faults: BTreeMap<ApiKey, Vec<KafkaCode>>,
+    /// Topics beside `TOPIC` (empty logs): name, id, partitions, internal.
+    pub(super) extra: Vec<(String, Uuid, i32, bool)>,
+    /// Topics each Metadata request named (`None`: all topics).
+    pub(super) metadata_requests: Vec<Option<Vec<String>>>,
 }
 
 impl World {
@@ -104,6 +109,8 @@ impl World {
             next_ticket: 0,
             log: Vec::new(),
             faults: BTreeMap::new(),
+            extra: Vec::new(),
+            metadata_requests: Vec::new(),
         }
     }
 
@@ -123,6 +130,15 @@ impl World {
     /// Starts a consumer with these settings (on top of the test defaults) subscribed
     /// to the topic; returns its index.
     pub(super) fn add(&mut self, extra: &[(&str, &str)]) -> usize {
+        self.add_with(extra, |g, cx| g.subscribe(cx, [TOPIC]))
+    }
+
+    /// Starts a consumer with these settings, subscribed by `subscribe`.
+    pub(super) fn add_with(
+        &mut self,
+        extra: &[(&str, &str)],
+        subscribe: impl FnOnce(&mut GroupConsumer, &mut crate::client::OpContext<'_>),
+    ) -> usize {
         let mut pairs = vec![
             ("bootstrap.servers", "b1:9092"),
             ("client.id", "c"),
@@ -139,9 +155,7 @@ impl World {
         let seed = [self.nodes.len() as u8 + 1; 32];
         let mut client = Client::new(config.clone(), seed).unwrap();
         let id = client.start_op(self.now, GroupConsumer::new(&config).unwrap());
-        client
-            .command(self.now, id, |g, cx| g.subscribe(cx, [TOPIC]))
-            .unwrap();
+        client.command(self.now, id, subscribe).unwrap();
         self.nodes.push(Node {
             client,
             id,
@@ -275,7 +289,12 @@ impl World {
         match seen.api() {
             ApiKey::ApiVersions => self.reply(i, conn, &seen, &broker_versions()),
             ApiKey::Metadata => {
-                let m = self.metadata();
+                let req: crate::protocol::messages::metadata::MetadataRequest = seen.decode();
+                let named = req
+                    .topics
+                    .map(|ts| ts.into_iter().filter_map(|t| t.name).collect::<Vec<_>>());
+                let m = self.metadata(named.as_deref());
+                self.metadata_requests.push(named);
                 self.reply(i, conn, &seen, &m);
             }
             ApiKey::FindCoordinator => {
@@ -376,7 +395,33 @@ impl World {
         self.next_ticket
     }
 
-    fn metadata(&self) -> MetadataResponse {
+    /// `TOPIC` always; the other topics when all are asked for or they are named.
+    fn metadata(&self, named: Option<&[String]>) -> MetadataResponse {
+        let mut m = self.metadata_of_topic();
+        for (name, id, partitions, internal) in &self.extra {
+            if named.is_some_and(|n| !n.contains(name)) {
+                continue;
+            }
+            let mut t = m.topics[0].clone();
+            t.name = Some(name.clone());
+            t.topic_id = *id;
+            t.is_internal = *internal;
+            t.partitions.truncate(0);
+            t.partitions
+                .extend((0..*partitions).map(|p| MetadataResponsePartition {
+                    partition_index: p,
+                    leader_id: 1,
+                    leader_epoch: 1,
+                    replica_nodes: vec![1],
+                    isr_nodes: vec![1],
+                    ..Default::default()
+                }));
+            m.topics.push(t);
+        }
+        m
+    }
+
+    fn metadata_of_topic(&self) -> MetadataResponse {
         MetadataResponse {
             brokers: vec![MetadataResponseBroker {
                 node_id: 1,
@@ -417,7 +462,7 @@ impl World {
                         .iter()
                         .map(|p| ListOffsetsPartitionResponse {
                             partition_index: p.partition_index,
-                            offset: if p.timestamp == -2 {
+                            offset: if p.timestamp == -2 || t.name != TOPIC {
                                 0
                             } else {
                                 self.logs[p.partition_index as usize].1
@@ -436,9 +481,29 @@ impl World {
     /// Sessionless fetches (session id 0 in every answer): whole batches from the one
     /// holding the offset.
     fn fetch(&self, req: &FetchRequest) -> FetchResponse {
+        let mut responses: Vec<FetchableTopicResponse> = req
+            .topics
+            .iter()
+            .filter(|t| t.topic != TOPIC && t.topic_id != Uuid::from_bytes([4; 16]))
+            .map(|t| FetchableTopicResponse {
+                topic: t.topic.clone(),
+                topic_id: t.topic_id,
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionData {
+                        partition_index: p.partition,
+                        records: Some(Bytes::new()),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
         let partitions = req
             .topics
             .iter()
+            .filter(|t| t.topic == TOPIC || t.topic_id == Uuid::from_bytes([4; 16]))
             .flat_map(|t| t.partitions.iter())
             .map(|p| {
                 let (batches, next) = &self.logs[p.partition as usize];
@@ -460,14 +525,15 @@ impl World {
                 }
             })
             .collect();
+        responses.push(FetchableTopicResponse {
+            topic: TOPIC.into(),
+            topic_id: Uuid::from_bytes([4; 16]),
+            partitions,
+            ..Default::default()
+        });
         FetchResponse {
             session_id: 0,
-            responses: vec![FetchableTopicResponse {
-                topic: TOPIC.into(),
-                topic_id: Uuid::from_bytes([4; 16]),
-                partitions,
-                ..Default::default()
-            }],
+            responses,
             ..Default::default()
         }
     }
