@@ -85,6 +85,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ),
     ("enable.auto.commit", "false", "maybe"),
     ("auto.commit.interval.ms", "1000", "-1"),
+    ("exclude.internal.topics", "false", "maybe"),
 ];
 
 pub(super) fn base() -> ClientConfigBuilder {
