@@ -1,7 +1,7 @@
 //! The driver thread: owns the [`Hub`], runs the drain loop, and waits on one bounded
 //! inbox for callers' commands, socket reports and the core's next deadline. Every socket
 //! gets a connector thread (resolve, then every address in order, each within
-//! `socket.connection.setup.timeout.ms`) that becomes its reader, plus a writer thread fed
+//! the setup timeout the core gives the attempt) that becomes its reader, plus a writer thread fed
 //! by the socket's [`PipeSource`]; no connect ever runs on the driver or a caller.
 
 use std::io::{Read, Write};
@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use kafka_core::client::{Client, ConnId};
 use kafka_driver::chan::{self, Receiver, RecvError, Sender};
 use kafka_driver::pipe::pipe;
-use kafka_driver::{wall_clock, Hub, PipeOutlet, PipeSource, ReadBuf, SocketReport};
+use kafka_driver::{
+    socket_error, wall_clock, Hub, PipeOutlet, PipeSource, ReadBuf, SocketError, SocketReport,
+};
 
 /// How many socket reports may wait for the driver before readers pause.
 pub(crate) const INBOX_REPORTS: usize = 16;
@@ -27,31 +29,32 @@ pub(crate) enum Msg {
 }
 
 /// Spawns the driver thread for `core`; returns the inbox callers push commands into.
-pub(crate) fn spawn(core: Client, setup_timeout: Duration) -> std::io::Result<Sender<Msg>> {
+pub(crate) fn spawn(core: Client) -> std::io::Result<Sender<Msg>> {
     let (tx, rx) = chan::channel(INBOX_REPORTS);
     let reports = tx.clone();
     std::thread::Builder::new()
         .name("kafka-driver".into())
-        .spawn(move || run(Hub::new(core), rx, reports, setup_timeout))?;
+        .spawn(move || run(Hub::new(core), rx, reports))?;
     Ok(tx)
 }
 
-fn run(mut hub: Hub<PipeOutlet>, mut inbox: Receiver<Msg>, reports: Sender<Msg>, setup: Duration) {
+fn run(mut hub: Hub<PipeOutlet>, mut inbox: Receiver<Msg>, reports: Sender<Msg>) {
     let mut shutting_down = false;
     loop {
-        hub.flush(|conn, host, port| {
+        hub.flush(|conn, host, port, setup| {
             let (outlet, source) = pipe();
             let reports = reports.clone();
             std::thread::Builder::new()
                 .name(format!("kafka-conn-{}", conn.0))
                 .spawn(move || socket(conn, &host, port, setup, source, &reports))
-                .map_err(|e| format!("cannot start a socket thread: {e}"))?;
+                .map_err(|e| SocketError::Io(format!("cannot start a socket thread: {e}")))?;
             Ok(outlet)
         });
         if shutting_down && !hub.producers_running() {
             break;
         }
-        match inbox.recv_deadline(hub.poll_timeout()) {
+        let deadline = hub.poll_timeout();
+        match inbox.recv_deadline(deadline) {
             Ok(Msg::Command(command)) => {
                 hub.core.handle_wall_clock(wall_clock());
                 command(&mut hub, Instant::now());
@@ -60,7 +63,15 @@ fn run(mut hub: Hub<PipeOutlet>, mut inbox: Receiver<Msg>, reports: Sender<Msg>,
             // Producers whose handles are gone still finish what they were given.
             Ok(Msg::Shutdown) if hub.producers_running() => shutting_down = true,
             Ok(Msg::Shutdown) | Err(RecvError::Disconnected) => break,
-            Err(RecvError::Timeout) => hub.handle_timeout(Instant::now()),
+            Err(RecvError::Timeout) => {
+                hub.handle_timeout(Instant::now());
+                continue;
+            }
+        }
+        // An inbox that is never empty never times out: fire what is due anyway.
+        let now = Instant::now();
+        if deadline.is_some_and(|d| d <= now) {
+            hub.handle_timeout(now);
         }
     }
     hub.close_all();
@@ -89,7 +100,7 @@ fn socket(
     let writer = match stream.try_clone() {
         Ok(w) => w,
         Err(e) => {
-            report(SocketReport::Closed(conn, e.to_string()));
+            report(SocketReport::Closed(conn, socket_error(&e)));
             return;
         }
     };
@@ -103,7 +114,7 @@ fn socket(
     if let Err(e) = spawned {
         report(SocketReport::Closed(
             conn,
-            format!("cannot start a writer: {e}"),
+            SocketError::Io(format!("cannot start a writer: {e}")),
         ));
         return;
     }
@@ -112,7 +123,7 @@ fn socket(
     loop {
         match reader.read(buf.slice()) {
             Ok(0) => {
-                report(SocketReport::Closed(conn, "closed by peer".into()));
+                report(SocketReport::Closed(conn, SocketError::ClosedByPeer));
                 break;
             }
             // Waits while the driver's inbox is full: no pile of copies.
@@ -123,7 +134,7 @@ fn socket(
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
-                report(SocketReport::Closed(conn, e.to_string()));
+                report(SocketReport::Closed(conn, socket_error(&e)));
                 break;
             }
         }
@@ -136,10 +147,10 @@ fn socket(
 fn write(conn: ConnId, mut stream: TcpStream, mut source: PipeSource, reports: &Sender<Msg>) {
     while let Some(chunk) = source.next_blocking() {
         if let Err(e) = stream.write_all(&chunk) {
-            let _ = reports.push(Msg::Report(SocketReport::Closed(conn, e.to_string())));
+            let _ = reports.push(Msg::Report(SocketReport::Closed(conn, socket_error(&e))));
             break;
         }
-        if source.written(chunk.len()) {
+        if source.written(chunk) {
             let _ = reports.push(Msg::Report(SocketReport::Writable(conn)));
         }
     }
@@ -148,11 +159,15 @@ fn write(conn: ConnId, mut stream: TcpStream, mut source: PipeSource, reports: &
 
 /// Resolves `host` and connects to its addresses in order (`use_all_dns_ips`), each
 /// attempt within `setup`; the last failure if none connects.
-pub(crate) fn connect_any(host: &str, port: u16, setup: Duration) -> Result<TcpStream, String> {
+pub(crate) fn connect_any(
+    host: &str,
+    port: u16,
+    setup: Duration,
+) -> Result<TcpStream, SocketError> {
     let addrs = (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    let mut last = format!("{host} did not resolve");
+        .map_err(|e| SocketError::Resolve(e.to_string()))?;
+    let mut last = SocketError::Resolve("no address".into());
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, setup) {
             Ok(stream) => {
@@ -160,10 +175,7 @@ pub(crate) fn connect_any(host: &str, port: u16, setup: Duration) -> Result<TcpS
                 let _ = stream.set_nodelay(true);
                 return Ok(stream);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                last = format!("connect to {host}:{port} ({addr}): no connection within {setup:?}");
-            }
-            Err(e) => last = format!("connect to {host}:{port} ({addr}): {e}"),
+            Err(e) => last = socket_error(&e),
         }
     }
     Err(last)

@@ -5,7 +5,8 @@
 //! number of threads at once) hand it commands and each waits for its own answer, so
 //! concurrent calls run concurrently. Every socket has a connector thread that resolves
 //! the broker's host, tries every address in order (`client.dns.lookup=use_all_dns_ips`),
-//! each within `socket.connection.setup.timeout.ms`, then reads; a writer thread writes
+//! each within the attempt's setup timeout from the core (`socket.connection.setup.timeout.ms`
+//! grown per failed attempt up to its `.max.ms`), then reads; a writer thread writes
 //! what the driver hands it, at most a bounded amount at a time. Connects never block the
 //! driver or a caller. Every protocol decision is in the core.
 //!
@@ -112,10 +113,11 @@ pub struct BlockingClient {
 impl BlockingClient {
     /// Creates a client and its driver thread; connections open on first use.
     pub fn new(config: ClientConfig) -> Result<Self, Error> {
-        let setup_timeout = config.common().socket_connection_setup_timeout;
+        // The longest one connection attempt may take: the max with its +20% jitter.
+        let setup_timeout = config.common().socket_connection_setup_timeout_max * 6 / 5;
         let call_timeout = config.common().request_timeout * 2 + setup_timeout;
         let core = kafka_driver::new_client(config)?;
-        let inbox = driver::spawn(core, setup_timeout).map_err(|e| Error::Driver(e.to_string()))?;
+        let inbox = driver::spawn(core).map_err(|e| Error::Driver(e.to_string()))?;
         Ok(BlockingClient {
             _stop: Arc::new(Stopper(inbox.clone())),
             inbox,
@@ -133,7 +135,7 @@ impl BlockingClient {
     }
 
     /// Sends `request` to `route` once and waits for its response (at most
-    /// `2 × request.timeout.ms + socket.connection.setup.timeout.ms`).
+    /// `2 × request.timeout.ms + 1.2 × socket.connection.setup.timeout.max.ms`).
     pub fn call<R>(&self, route: Route, request: R) -> Result<R::Response, Error>
     where
         R: Request + Send + Sync + 'static,

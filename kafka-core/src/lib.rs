@@ -38,3 +38,4 @@ pub mod record;
 pub mod secret;
 #[cfg(test)]
 mod test_support;
+mod trace;

@@ -7,7 +7,8 @@
 //! The driver task's turn: [`Hub::flush`] (the drain loop), then wait for a command from
 //! a handle, a report from a socket task, or the core's timer. Socket tasks resolve the
 //! broker's host, try every address in order (`client.dns.lookup=use_all_dns_ips`), each
-//! within `socket.connection.setup.timeout.ms`, then read into their [`ReadBuf`] and
+//! within the attempt's setup timeout from the core (`socket.connection.setup.timeout.ms`
+//! grown per failed attempt up to its `.max.ms`), then read into their [`ReadBuf`] and
 //! report each read (waiting while the driver's inbox is full) and write what their
 //! [`PipeSource`] hands them. The driver ends once every handle and call is dropped;
 //! closing the outlets then ends every socket task.
@@ -30,7 +31,7 @@ use kafka_core::protocol::Request;
 
 use crate::chan::{self, Receiver, Sender};
 use crate::pipe::{pipe, PipeOutlet, PipeSource, ReadBuf};
-use crate::{wall_clock, Hub, HubStats, Notice, SocketReport};
+use crate::{socket_error, wall_clock, Hub, HubStats, Notice, SocketError, SocketReport};
 
 mod consumer;
 mod group;
@@ -93,7 +94,6 @@ type Sleep = Arc<dyn Fn(Instant) -> Task + Send + Sync>;
 
 /// Starts the driver task for `config` on `rt` and returns its first handle.
 pub fn start<R: Runtime>(rt: R, config: ClientConfig) -> Result<Handle, ClientError> {
-    let setup_timeout = config.common().socket_connection_setup_timeout;
     let core = crate::new_client(config)?;
     let (commands_tx, commands) = chan::channel(usize::MAX);
     let (reports_tx, reports) = chan::channel(INBOX_REPORTS);
@@ -102,7 +102,6 @@ pub fn start<R: Runtime>(rt: R, config: ClientConfig) -> Result<Handle, ClientEr
         commands,
         reports,
         reports_tx,
-        setup_timeout,
         rt: rt.clone(),
     };
     rt.spawn(Box::pin(driver.run()));
@@ -128,7 +127,6 @@ struct DriverTask<R> {
     commands: Receiver<Command>,
     reports: Receiver<SocketReport>,
     reports_tx: Sender<SocketReport>,
-    setup_timeout: Duration,
     rt: R,
 }
 
@@ -138,8 +136,8 @@ impl<R: Runtime> DriverTask<R> {
         // Every handle is gone; producers still finish what they were given.
         let mut orphaned = false;
         loop {
-            let (rt, reports, setup) = (&self.rt, &self.reports_tx, self.setup_timeout);
-            self.hub.flush(|conn, host, port| {
+            let (rt, reports) = (&self.rt, &self.reports_tx);
+            self.hub.flush(|conn, host, port, setup| {
                 let (outlet, source) = pipe();
                 let socket =
                     socket_task(rt.clone(), conn, host, port, setup, source, reports.clone());
@@ -193,14 +191,24 @@ impl<R: Runtime> DriverTask<R> {
                         self.hub.report(report);
                     }
                 }
-                Wake::Timer => self.hub.handle_timeout(Instant::now()),
+                Wake::Timer => {
+                    self.hub.handle_timeout(Instant::now());
+                    continue;
+                }
+            }
+            // Sources that are never empty keep the timer from being polled: fire what
+            // is due anyway.
+            let now = Instant::now();
+            if wake.is_some_and(|at| at <= now) {
+                self.hub.handle_timeout(now);
             }
         }
         self.hub.close_all();
     }
 }
 
-/// One socket: connect (every address in turn, each within the setup timeout), then
+/// One socket: connect (every address in turn, each within this attempt's setup timeout
+/// from the core), then
 /// read and write until either side closes or the driver closes the outlet.
 async fn socket_task<R: Runtime>(
     rt: R,
@@ -231,22 +239,22 @@ async fn socket_task<R: Runtime>(
         let mut buf = ReadBuf::new();
         loop {
             match R::read(&mut reader, &mut buf).await {
-                Ok(data) if data.is_empty() => return Some("closed by peer".to_string()),
+                Ok(data) if data.is_empty() => return Some(SocketError::ClosedByPeer),
                 Ok(data) => {
                     if reports.send(SocketReport::Data(conn, data)).await.is_err() {
                         return None;
                     }
                 }
-                Err(e) => return Some(e.to_string()),
+                Err(e) => return Some(socket_error(&e)),
             }
         }
     };
     let write = async {
         while let Some(chunk) = source.next().await {
             if let Err(e) = R::write_all(&mut writer, &chunk).await {
-                return Some(e.to_string());
+                return Some(socket_error(&e));
             }
-            if source.written(chunk.len()) {
+            if source.written(chunk) {
                 let _ = reports.push(SocketReport::Writable(conn));
             }
         }
@@ -267,22 +275,18 @@ async fn connect_any<R: Runtime>(
     host: &str,
     port: u16,
     setup_timeout: Duration,
-) -> Result<(R::Reader, R::Writer), String> {
+) -> Result<(R::Reader, R::Writer), SocketError> {
     let addrs = rt
         .resolve(host, port)
         .await
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    let mut last = format!("{host} did not resolve");
+        .map_err(|e| SocketError::Resolve(e.to_string()))?;
+    let mut last = SocketError::Resolve("no address".into());
     for addr in addrs {
         let deadline = Instant::now() + setup_timeout;
         match race(rt.connect(addr), rt.sleep_until(deadline)).await {
             Either::Left(Ok(halves)) => return Ok(halves),
-            Either::Left(Err(e)) => last = format!("connect to {host}:{port} ({addr}): {e}"),
-            Either::Right(()) => {
-                last = format!(
-                    "connect to {host}:{port} ({addr}): no connection within {setup_timeout:?}"
-                )
-            }
+            Either::Left(Err(e)) => last = socket_error(&e),
+            Either::Right(()) => last = SocketError::ConnectTimedOut,
         }
     }
     Err(last)

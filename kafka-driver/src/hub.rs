@@ -2,11 +2,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_core::client::{Client, ConnId, Event, IoCommand};
-use kafka_core::conn::ConnError;
+use kafka_core::conn::{ConnError, SocketError};
 use kafka_core::consumer::{Consumer, ConsumerMetrics};
 use kafka_core::group::GroupConsumer;
 use kafka_core::producer::{Producer, ProducerMetrics};
@@ -27,7 +27,7 @@ pub enum SocketReport {
     /// The socket drained bytes after its outlet had said it was full: pull again.
     Writable(ConnId),
     /// The socket failed to connect or closed, and why.
-    Closed(ConnId, String),
+    Closed(ConnId, SocketError),
 }
 
 /// Where the bytes for one socket go: a pipe to the socket's task or thread, or the
@@ -42,10 +42,21 @@ pub trait Outlet {
 
     /// Hands over bytes to write (only called while writable); `Err` (with why) when the
     /// socket is gone.
-    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String>;
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), SocketError>;
 
     /// Bytes handed over and not yet written (for [`HubStats`] and tests).
     fn queued(&self) -> usize;
+
+    /// An empty buffer for the next [`send`](Self::send): best one whose bytes were
+    /// written, with its capacity (the core swaps its buffer into it instead of copying).
+    fn spare(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// A buffer from [`spare`](Self::spare) that got nothing to send.
+    fn unused(&mut self, buf: Vec<u8>) {
+        drop(buf);
+    }
 
     /// Called when the core closes the socket, before the outlet is dropped.
     fn close(&mut self) {}
@@ -86,6 +97,12 @@ pub struct HubStats {
     /// The largest single `poll_transmit` handed to an outlet (the core's batch: at most
     /// `max.in.flight.requests.per.connection` requests).
     pub largest_transmit: usize,
+    /// Times a producer's staging queue woke the driver for its records
+    /// ([`Hub::pump_producer`]).
+    pub producer_wakes: u64,
+    /// Times the driver took a producer's records at a deadline of its own (the planned
+    /// take of the wake rule, or `max.block.ms` of a record waiting for metadata).
+    pub producer_timed_pumps: u64,
 }
 
 /// The core and the outlets of its sockets.
@@ -99,6 +116,8 @@ pub struct Hub<O> {
     on_notice: Option<OnNotice>,
     peak_queued: usize,
     largest_transmit: usize,
+    producer_wakes: u64,
+    producer_timed_pumps: u64,
     /// The running producers fed from outboxes (their `Notify` events go to them).
     producers: Vec<ProducerCore>,
     /// Final counters of producers that finished.
@@ -121,6 +140,8 @@ impl<O: Outlet> Hub<O> {
             on_notice: None,
             peak_queued: 0,
             largest_transmit: 0,
+            producer_wakes: 0,
+            producer_timed_pumps: 0,
             producers: Vec::new(),
             finished_producers: HashMap::new(),
             consumers: Vec::new(),
@@ -140,21 +161,31 @@ impl<O: Outlet> Hub<O> {
     }
 
     /// Drains the core until it has nothing more to do right now: opens sockets with
-    /// `open` (the new socket's outlet, or why it could not be opened), closes the ones
+    /// `open(conn, host, port, setup_timeout)` (the new socket's outlet, or why it could
+    /// not be opened; each resolved address gets `setup_timeout` to connect, the core's
+    /// per-attempt value, see [`IoCommand::Connect`]), closes the ones
     /// the core is done with, hands pending bytes to every *writable* outlet, and routes
     /// events (logs, the [`Notice`] hook, and the event queue if kept).
-    pub fn flush(&mut self, mut open: impl FnMut(ConnId, String, u16) -> Result<O, String>) {
+    pub fn flush(
+        &mut self,
+        mut open: impl FnMut(ConnId, String, u16, Duration) -> Result<O, SocketError>,
+    ) {
         loop {
             let mut progressed = false;
             self.core.handle_wall_clock(wall_clock());
             while let Some(cmd) = self.core.poll_io() {
                 progressed = true;
                 match cmd {
-                    IoCommand::Connect { conn, host, port } => match open(conn, host, port) {
+                    IoCommand::Connect {
+                        conn,
+                        host,
+                        port,
+                        setup_timeout,
+                    } => match open(conn, host, port, setup_timeout) {
                         Ok(outlet) => {
                             self.sockets.insert(conn, outlet);
                         }
-                        Err(cause) => self.core.handle_closed(Instant::now(), conn, &cause),
+                        Err(cause) => self.core.handle_closed(Instant::now(), conn, cause),
                     },
                     IoCommand::Close { conn } => self.close(conn),
                     _ => {}
@@ -163,26 +194,32 @@ impl<O: Outlet> Hub<O> {
             let now = Instant::now();
             let conns: Vec<ConnId> = self.core.connections().collect();
             for conn in conns {
-                if let Some(outlet) = self.sockets.get_mut(&conn) {
-                    if !outlet.writable() {
-                        continue;
+                let mut buf = match self.sockets.get_mut(&conn) {
+                    Some(outlet) => {
+                        if !outlet.writable() {
+                            continue;
+                        }
+                        outlet.spare()
                     }
-                }
-                let mut buf = Vec::new();
+                    None => Vec::new(),
+                };
                 if self.core.poll_transmit(now, conn, &mut buf) == 0 {
+                    if let Some(outlet) = self.sockets.get_mut(&conn) {
+                        outlet.unused(buf);
+                    }
                     continue;
                 }
                 progressed = true;
                 self.largest_transmit = self.largest_transmit.max(buf.len());
                 let sent = match self.sockets.get_mut(&conn) {
                     Some(outlet) => outlet.send(buf).map(|()| outlet.queued()),
-                    None => Err("socket gone".into()),
+                    None => Err(SocketError::Io("socket gone".into())),
                 };
                 match sent {
                     Ok(queued) => self.peak_queued = self.peak_queued.max(queued),
                     Err(cause) => {
                         self.close(conn);
-                        self.core.handle_closed(now, conn, &cause);
+                        self.core.handle_closed(now, conn, cause);
                     }
                 }
             }
@@ -201,7 +238,7 @@ impl<O: Outlet> Hub<O> {
             SocketReport::Connected(conn) => self.connected(conn),
             SocketReport::Data(conn, data) => self.received(conn, &data),
             SocketReport::Writable(_) => {}
-            SocketReport::Closed(conn, cause) => self.closed(conn, &cause),
+            SocketReport::Closed(conn, cause) => self.closed(conn, cause),
         }
     }
 
@@ -218,7 +255,7 @@ impl<O: Outlet> Hub<O> {
     }
 
     /// The socket of `conn` failed or closed: drops its outlet and tells the core.
-    pub fn closed(&mut self, conn: ConnId, cause: &str) {
+    pub fn closed(&mut self, conn: ConnId, cause: SocketError) {
         self.sockets.remove(&conn);
         self.core.handle_closed(Instant::now(), conn, cause);
     }
@@ -261,6 +298,8 @@ impl<O: Outlet> Hub<O> {
             queued: self.sockets.values().map(Outlet::queued).sum(),
             peak_queued_per_socket: self.peak_queued,
             largest_transmit: self.largest_transmit,
+            producer_wakes: self.producer_wakes,
+            producer_timed_pumps: self.producer_timed_pumps,
         }
     }
 
@@ -271,7 +310,7 @@ impl<O: Outlet> Hub<O> {
         let core = ProducerCore::start(&mut self.core, now, producer, outbox);
         self.producers.push(core);
         // Records may have been staged before the start ran.
-        self.pump_producer(outbox.key(), now);
+        self.producer(outbox.key(), |p, core| p.pump(core, now));
     }
 
     /// Runs `f` on the producer `key` and the core; `None` if it is not running (then
@@ -294,6 +333,7 @@ impl<O: Outlet> Hub<O> {
 
     /// The producer `key` has new staged records (its outbox's wake).
     pub fn pump_producer(&mut self, key: ProducerKey, now: Instant) {
+        self.producer_wakes += 1;
         self.producer(key, |p, core| p.pump(core, now));
     }
 
@@ -352,21 +392,23 @@ impl<O: Outlet> Hub<O> {
         self.consumer(key, |c, core| c.pump(core, now));
     }
 
-    /// The earliest of the core's deadline and the producers' (a staged record the core
-    /// keeps refusing fails at `max.block.ms`).
+    /// The earliest of the core's deadline and the producers' (a planned take of staged
+    /// records; a staged record the core keeps refusing fails at `max.block.ms`).
     pub fn poll_timeout(&self) -> Option<Instant> {
         let producers = self.producers.iter().filter_map(ProducerCore::deadline);
         self.core.poll_timeout().into_iter().chain(producers).min()
     }
 
-    /// Fires the core's due timers and the producers' due deadlines.
+    /// Fires the producers' due deadlines, then the core's due timers: staged records
+    /// reach the core before the batches they join are sealed by `linger.ms`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.core.handle_timeout(now);
         for p in &mut self.producers {
             if p.deadline().is_some_and(|d| d <= now) {
+                self.producer_timed_pumps += 1;
                 p.pump(&mut self.core, now);
             }
         }
+        self.core.handle_timeout(now);
         self.retire_finished();
     }
 
@@ -431,9 +473,11 @@ impl<O: Outlet> Hub<O> {
         }
         crate::answer_token_request(&mut self.core, &event);
         let notice = match &event {
+            // The core logs the failure itself (warn, with the address); this is the
+            // event the adapter hands on.
             Event::ConnectionFailed { node, error } => {
                 #[cfg(feature = "tracing")]
-                tracing::warn!(node = *node, cause = %error, "kafka broker connection failed");
+                tracing::debug!(node = *node, cause = %error, "kafka event: broker connection failed");
                 Some(Notice::ConnectionFailed {
                     node: *node,
                     error: error.clone(),
@@ -441,8 +485,18 @@ impl<O: Outlet> Hub<O> {
             }
             Event::MetadataUpdated => {
                 #[cfg(feature = "tracing")]
-                tracing::debug!("kafka cluster metadata updated");
+                tracing::debug!("kafka event: cluster metadata updated");
                 Some(Notice::MetadataUpdated)
+            }
+            Event::OAuthTokenNeeded => {
+                #[cfg(feature = "tracing")]
+                tracing::debug!("kafka event: OAUTHBEARER token requested from the provider");
+                None
+            }
+            Event::OperationDone(_op) => {
+                #[cfg(feature = "tracing")]
+                tracing::trace!(op = ?_op, "kafka event: operation done");
+                None
             }
             _ => None,
         };

@@ -50,7 +50,21 @@ use kafka_core::client::{Client, ClientError};
 use kafka_core::config::{ClientConfig, ClientDnsLookup};
 
 pub use hub::{Hub, HubStats, Notice, OnNotice, Outlet, SocketReport};
+pub use kafka_core::conn::SocketError;
 pub use pipe::{PipeOutlet, PipeSource, ReadBuf, OUTBOUND_HIGH_WATER, READ_CHUNK};
+
+/// An I/O error as the typed [`SocketError`] the core takes: refused, reset, timed out
+/// by kind; anything else with the operating system's words.
+pub fn socket_error(e: &std::io::Error) -> SocketError {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused => SocketError::Refused,
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => SocketError::Reset,
+        K::TimedOut => SocketError::ConnectTimedOut,
+        K::UnexpectedEof => SocketError::ClosedByPeer,
+        _ => SocketError::Io(e.to_string()),
+    }
+}
 
 /// Answers the core's [`Event::OAuthTokenNeeded`] from the configured token provider
 /// (the core never calls it itself); other events are left to the caller.

@@ -5,19 +5,21 @@
 //! socket's writer a [`PipeSource`] to take chunks from. When the writer drains a pipe
 //! the driver found full, [`PipeSource::written`] says so and the writer reports
 //! [`SocketReport::Writable`](crate::SocketReport::Writable), which makes the driver pull
-//! from the core again.
+//! from the core again. A written chunk's buffer goes back to the driver
+//! ([`Outlet::spare`]): the core swaps its encoded requests into it rather than copying
+//! them into a fresh `Vec`, so produced bytes are not copied once more per transmit.
 //!
 //! Inbound, [`ReadBuf`] is a socket's read buffer: each read lands in one `BytesMut`
 //! block and is split off as a `Bytes` handed to the driver, so reads are not copied into
 //! a fresh `Vec` each time; a block is reused once the driver has dropped its parts.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::{Bytes, BytesMut};
 
 use crate::chan::{self, Receiver, Sender};
-use crate::Outlet;
+use crate::{Outlet, SocketError};
 
 /// A pipe stops being writable once this many bytes wait for its socket (counting the
 /// chunk being written). The driver then leaves further bytes in the core, which keeps
@@ -27,12 +29,19 @@ pub const OUTBOUND_HIGH_WATER: usize = 256 * 1024;
 /// How many bytes one socket read takes at most.
 pub const READ_CHUNK: usize = 64 * 1024;
 
+/// Written chunks' buffers up to this capacity go back to the driver (larger ones are
+/// freed: one oversized transmit must not stay allocated).
+const RECYCLE_MAX: usize = 16 << 20;
+
 #[derive(Debug, Default)]
 struct Gauge {
     /// Bytes handed to the pipe and not yet written.
     queued: AtomicUsize,
     /// The driver found the pipe full: the writer must report when it drains.
     stalled: AtomicBool,
+    /// The buffer of the last chunk written, emptied, for the driver's next transmit
+    /// (at most one: with the connection's own buffer, as many as before).
+    spare: Mutex<Option<Vec<u8>>>,
 }
 
 /// A bounded outbound pipe: the driver's end and the socket writer's end.
@@ -43,6 +52,7 @@ pub fn pipe() -> (PipeOutlet, PipeSource) {
         PipeOutlet {
             tx: Some(tx),
             gauge: gauge.clone(),
+            spare: None,
         },
         PipeSource { rx, gauge },
     )
@@ -53,6 +63,8 @@ pub fn pipe() -> (PipeOutlet, PipeSource) {
 pub struct PipeOutlet {
     tx: Option<Sender<Vec<u8>>>,
     gauge: Arc<Gauge>,
+    /// A buffer the driver took and did not use.
+    spare: Option<Vec<u8>>,
 }
 
 impl Outlet for PipeOutlet {
@@ -66,18 +78,39 @@ impl Outlet for PipeOutlet {
         g.queued.load(Ordering::SeqCst) < OUTBOUND_HIGH_WATER
     }
 
-    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String> {
-        let tx = self.tx.as_ref().ok_or("socket closed")?;
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), SocketError> {
+        let tx = self
+            .tx
+            .as_ref()
+            .ok_or_else(|| SocketError::Io("socket closed".into()))?;
         let n = bytes.len();
         self.gauge.queued.fetch_add(n, Ordering::SeqCst);
         tx.push(bytes).map_err(|_| {
             self.gauge.queued.fetch_sub(n, Ordering::SeqCst);
-            "socket writer gone".to_string()
+            SocketError::Io("socket writer gone".into())
         })
     }
 
     fn queued(&self) -> usize {
         self.gauge.queued.load(Ordering::SeqCst)
+    }
+
+    fn spare(&mut self) -> Vec<u8> {
+        if let Some(buf) = self.spare.take() {
+            return buf;
+        }
+        let mut written = self
+            .gauge
+            .spare
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        written.take().unwrap_or_default()
+    }
+
+    fn unused(&mut self, buf: Vec<u8>) {
+        if buf.capacity() > 0 {
+            self.spare = Some(buf);
+        }
     }
 
     fn close(&mut self) {
@@ -116,11 +149,22 @@ impl PipeSource {
         self.rx.is_disconnected()
     }
 
-    /// Records that a chunk of `n` bytes is written; `true` when the driver found the
-    /// pipe full and must now be told it is writable again.
+    /// Records that `chunk` is written (its buffer goes back to the driver); `true`
+    /// when the driver found the pipe full and must now be told it is writable again.
     #[must_use]
-    pub fn written(&self, n: usize) -> bool {
+    pub fn written(&self, mut chunk: Vec<u8>) -> bool {
         let g = &self.gauge;
+        let n = chunk.len();
+        if chunk.capacity() <= RECYCLE_MAX {
+            chunk.clear();
+            let mut spare = g.spare.lock().unwrap_or_else(PoisonError::into_inner);
+            if spare
+                .as_ref()
+                .is_none_or(|s| s.capacity() < chunk.capacity())
+            {
+                *spare = Some(chunk);
+            }
+        }
         let left = g.queued.fetch_sub(n, Ordering::SeqCst) - n;
         left < OUTBOUND_HIGH_WATER && g.stalled.swap(false, Ordering::SeqCst)
     }
@@ -178,14 +222,42 @@ mod tests {
         assert_eq!(outlet.queued(), OUTBOUND_HIGH_WATER);
         assert!(!outlet.writable(), "full");
         let chunk = source.next_blocking().unwrap();
-        assert!(source.written(chunk.len()), "the driver waits for this");
+        assert!(source.written(chunk), "the driver waits for this");
         assert!(outlet.writable());
         outlet.send(vec![1; 10]).unwrap();
         let chunk = source.next_blocking().unwrap();
-        assert!(!source.written(chunk.len()), "nobody waited");
+        assert!(!source.written(chunk), "nobody waited");
         outlet.close();
         assert!(source.next_blocking().is_none());
         assert!(outlet.send(vec![1]).is_err());
+    }
+
+    #[test]
+    fn a_written_chunk_comes_back_as_the_next_spare_buffer() {
+        let (mut outlet, mut source) = pipe();
+        assert_eq!(outlet.spare().capacity(), 0, "nothing written yet");
+        let mut bytes = Vec::with_capacity(4096);
+        bytes.extend_from_slice(b"request");
+        let ptr = bytes.as_ptr();
+        outlet.send(bytes).unwrap();
+        let chunk = source.next_blocking().unwrap();
+        let _ = source.written(chunk);
+        let spare = outlet.spare();
+        assert!(spare.is_empty());
+        assert_eq!(
+            (spare.capacity(), spare.as_ptr()),
+            (4096, ptr),
+            "the same memory"
+        );
+        assert_eq!(outlet.spare().capacity(), 0, "handed out once");
+        outlet.unused(spare);
+        let again = outlet.spare();
+        assert_eq!(again.as_ptr(), ptr, "given back unused");
+        // An oversized chunk is freed, not kept.
+        outlet.send(vec![0; RECYCLE_MAX + 1]).unwrap();
+        let chunk = source.next_blocking().unwrap();
+        let _ = source.written(chunk);
+        assert_eq!(outlet.spare().capacity(), 0);
     }
 
     #[test]

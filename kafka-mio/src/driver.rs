@@ -32,7 +32,6 @@ pub struct Driver {
     registry: Arc<Registry>,
     tokens: TokenPool,
     by_token: HashMap<Token, ConnId>,
-    setup_timeout: Duration,
     /// Work was handed to the core outside a drain (`start`, `core_mut`).
     dirty: bool,
     read_buf: Vec<u8>,
@@ -48,7 +47,6 @@ impl Driver {
         registry: &Registry,
         tokens: Range<usize>,
     ) -> Result<Driver, Error> {
-        let setup_timeout = config.common().socket_connection_setup_timeout;
         let core = kafka_driver::new_client(config)?;
         let mut hub = Hub::new(core);
         hub.keep_events(true);
@@ -57,7 +55,6 @@ impl Driver {
             registry: Arc::new(registry.try_clone().map_err(Error::Io)?),
             tokens: TokenPool::new(tokens),
             by_token: HashMap::new(),
-            setup_timeout,
             dirty: false,
             read_buf: vec![0; READ_CHUNK],
         })
@@ -202,7 +199,7 @@ impl Driver {
             // token's previous socket.
             let error = self.hub.outlet_mut(conn).map(|s| s.stream.take_error());
             if let Some(Ok(Some(e)) | Err(e)) = error {
-                return self.hub.closed(conn, &e.to_string());
+                return self.hub.closed(conn, kafka_driver::socket_error(&e));
             }
         }
         if event.is_readable() || event.is_read_closed() {
@@ -214,14 +211,14 @@ impl Driver {
                 match sock.read_once(&mut self.read_buf) {
                     Ok(Some(n)) => self.hub.received(conn, &self.read_buf[..n]),
                     Ok(None) => break,
-                    Err(cause) => return self.hub.closed(conn, &cause),
+                    Err(cause) => return self.hub.closed(conn, cause),
                 }
             }
         }
         if event.is_writable() {
             // The socket drained: the drain after this pulls from the core again.
             if let Some(Err(e)) = self.hub.outlet_mut(conn).map(Sock::flush) {
-                self.hub.closed(conn, &e.to_string());
+                self.hub.closed(conn, kafka_driver::socket_error(&e));
             }
         }
     }
@@ -230,14 +227,13 @@ impl Driver {
     fn drain(&mut self) {
         self.dirty = false;
         let (registry, tokens, by_token) = (&self.registry, &mut self.tokens, &mut self.by_token);
-        let setup = self.setup_timeout;
-        self.hub.flush(|conn, host, port| {
+        self.hub.flush(|conn, host, port, setup| {
             let addrs = (host.as_str(), port)
                 .to_socket_addrs()
-                .map_err(|e| ConnectError::Resolve(host.clone(), e).to_string())?
+                .map_err(|e| ConnectError::Resolve(host.clone(), e).socket_error())?
                 .collect();
-            let sock = connect_to(registry, tokens, &host, addrs, Instant::now() + setup)
-                .map_err(|e| e.to_string())?;
+            let sock =
+                connect_to(registry, tokens, &host, addrs, setup).map_err(|e| e.socket_error())?;
             by_token.insert(sock.token, conn);
             Ok(sock)
         });
@@ -258,14 +254,14 @@ impl Driver {
             return;
         };
         let fallback = std::mem::take(&mut sock.fallback);
+        let setup = sock.setup;
         self.by_token.remove(&sock.token);
         self.tokens.give_back(sock.token);
         drop(sock);
         let next = if fallback.is_empty() {
             Err(error)
         } else {
-            let deadline = Instant::now() + self.setup_timeout;
-            connect_to(&self.registry, &mut self.tokens, "", fallback, deadline)
+            connect_to(&self.registry, &mut self.tokens, "", fallback, setup)
         };
         match next {
             Ok(sock) => {
@@ -275,20 +271,20 @@ impl Driver {
             Err(e) => self
                 .hub
                 .core
-                .handle_closed(Instant::now(), conn, &e.to_string()),
+                .handle_closed(Instant::now(), conn, e.socket_error()),
         }
     }
 
-    /// Fails sockets whose connect has run past `socket.connection.setup.timeout.ms`.
+    /// Fails sockets whose connect has run past the attempt's setup timeout.
     fn expire_connects(&mut self, now: Instant) {
-        let expired: Vec<ConnId> = self
+        let expired: Vec<(ConnId, Duration)> = self
             .hub
             .outlets()
             .filter(|(_, s)| s.connecting.is_some_and(|d| d <= now))
-            .map(|(c, _)| c)
+            .map(|(c, s)| (c, s.setup))
             .collect();
-        for conn in expired {
-            self.connect_failed(conn, ConnectError::SetupTimeout(self.setup_timeout));
+        for (conn, setup) in expired {
+            self.connect_failed(conn, ConnectError::SetupTimeout(setup));
         }
     }
 
@@ -301,20 +297,20 @@ impl Driver {
     }
 }
 
-/// Starts a non-blocking connect to the first of `addrs` that accepts one, keeping the
-/// rest as fallbacks for a later failure.
+/// Starts a non-blocking connect to the first of `addrs` that accepts one, within `setup`
+/// from now, keeping the rest as fallbacks for a later failure.
 fn connect_to(
     registry: &Arc<Registry>,
     tokens: &mut TokenPool,
     host: &str,
     mut addrs: Vec<SocketAddr>,
-    deadline: Instant,
+    setup: Duration,
 ) -> Result<Sock, ConnectError> {
     let token = tokens.take()?;
     let mut last = None;
     while !addrs.is_empty() {
         let addr = addrs.remove(0);
-        match Sock::connect(registry, token, addr, std::mem::take(&mut addrs), deadline) {
+        match Sock::connect(registry, token, addr, std::mem::take(&mut addrs), setup) {
             Ok(sock) => return Ok(sock),
             Err(e) => last = Some(e),
         }

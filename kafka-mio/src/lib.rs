@@ -6,9 +6,10 @@
 //! spawns no threads and never blocks, with one exception: broker host names are resolved
 //! with std's blocking `ToSocketAddrs` when a connection opens (IP literals, as on most
 //! brokers' advertised listeners, resolve without any lookup). Every protocol decision
-//! is in the core; the driver only moves bytes and readiness. It does enforce
-//! `socket.connection.setup.timeout.ms` on its non-blocking connects (a socket-level
-//! timer the core leaves to adapters), reporting a stalled connect as a failure.
+//! is in the core; the driver only moves bytes and readiness. It does enforce the
+//! core's per-attempt setup timeout (`socket.connection.setup.timeout.ms`, grown per
+//! failed attempt up to its `.max.ms`) on its non-blocking connects (a socket-level timer
+//! the core leaves to adapters), reporting a stalled connect as a failure.
 //!
 //! Each turn of your loop: wait with the driver's [`timeout`](Driver::timeout) (or the
 //! minimum with your own timers), hand it the events whose tokens it
@@ -100,7 +101,21 @@ pub enum ConnectError {
     /// The socket could not connect.
     #[error("connect: {0}")]
     Io(std::io::Error),
-    /// The connection was not established within `socket.connection.setup.timeout.ms`.
+    /// The connection was not established within the attempt's setup timeout
+    /// (`socket.connection.setup.timeout.ms`, grown per failed attempt up to its `.max.ms`).
     #[error("connection setup timed out after {0:?}")]
     SetupTimeout(Duration),
+}
+
+impl ConnectError {
+    /// The typed cause the core takes (refused, resolve failure, timed out...).
+    pub fn socket_error(&self) -> kafka_driver::SocketError {
+        use kafka_driver::SocketError;
+        match self {
+            ConnectError::Resolve(_, e) => SocketError::Resolve(e.to_string()),
+            ConnectError::Io(e) => kafka_driver::socket_error(e),
+            ConnectError::SetupTimeout(_) => SocketError::ConnectTimedOut,
+            other => SocketError::Io(other.to_string()),
+        }
+    }
 }

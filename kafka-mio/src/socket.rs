@@ -6,9 +6,9 @@ use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use kafka_driver::{Outlet, OUTBOUND_HIGH_WATER};
+use kafka_driver::{socket_error, Outlet, SocketError, OUTBOUND_HIGH_WATER};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
@@ -76,6 +76,8 @@ pub(crate) struct Sock {
     registry: Arc<Registry>,
     /// `Some(deadline)` until the non-blocking connect completes.
     pub(crate) connecting: Option<Instant>,
+    /// This connect attempt's setup timeout (each fallback address gets it too).
+    pub(crate) setup: Duration,
     /// Addresses still to try if this connect fails (from name resolution).
     pub(crate) fallback: Vec<SocketAddr>,
     /// Bytes taken from the core and not yet written; `out[sent..]` is pending.
@@ -86,13 +88,14 @@ pub(crate) struct Sock {
 }
 
 impl Sock {
-    /// Starts a non-blocking connect to `addr` and registers it with `token`.
+    /// Starts a non-blocking connect to `addr` (failed if not connected within `setup`)
+    /// and registers it with `token`.
     pub(crate) fn connect(
         registry: &Arc<Registry>,
         token: Token,
         addr: SocketAddr,
         fallback: Vec<SocketAddr>,
-        deadline: Instant,
+        setup: Duration,
     ) -> Result<Sock, ConnectError> {
         let mut stream = TcpStream::connect(addr).map_err(ConnectError::Io)?;
         registry
@@ -102,7 +105,8 @@ impl Sock {
             stream,
             token,
             registry: registry.clone(),
-            connecting: Some(deadline),
+            connecting: Some(Instant::now() + setup),
+            setup,
             fallback,
             out: Vec::new(),
             sent: 0,
@@ -168,14 +172,14 @@ impl Sock {
 
     /// One read into `buf`: `Ok(Some(n))` bytes, `Ok(None)` when the socket would block,
     /// `Err` when the peer closed or the read failed (the cause to report).
-    pub(crate) fn read_once(&mut self, buf: &mut [u8]) -> Result<Option<usize>, String> {
+    pub(crate) fn read_once(&mut self, buf: &mut [u8]) -> Result<Option<usize>, SocketError> {
         loop {
             match self.stream.read(buf) {
-                Ok(0) => return Err("closed by peer".into()),
+                Ok(0) => return Err(SocketError::ClosedByPeer),
                 Ok(n) => return Ok(Some(n)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(socket_error(&e)),
             }
         }
     }
@@ -186,7 +190,7 @@ impl Outlet for Sock {
         self.connecting.is_none() && self.queued() < OUTBOUND_HIGH_WATER
     }
 
-    fn send(&mut self, bytes: Vec<u8>) -> Result<(), String> {
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), SocketError> {
         if self.sent == self.out.len() {
             self.out = bytes;
         } else {
@@ -194,7 +198,7 @@ impl Outlet for Sock {
             self.out.extend_from_slice(&bytes);
         }
         self.sent = 0;
-        self.flush().map_err(|e| e.to_string())
+        self.flush().map_err(|e| socket_error(&e))
     }
 
     fn queued(&self) -> usize {

@@ -1,6 +1,7 @@
 //! A fake broker on loopback for the adapter suites (`adapter_bounds`, `adapter_memory`,
-//! `producer_*`): it answers ApiVersions like a broker and then misbehaves on purpose,
-//! or ([`Mode::Produce`]) acts as a one-node cluster that takes produce requests.
+//! `adapter_hostile`, `producer_*`): it answers ApiVersions like a broker and then
+//! misbehaves on purpose, or answers ApiVersions itself with a [`Hostile`] answer, or
+//! ([`Mode::Produce`]) acts as a one-node cluster that takes produce requests.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -48,6 +49,69 @@ pub enum Mode {
         /// Whether Produce requests are answered.
         answer: bool,
     },
+    /// Answers every ApiVersions request (on every connection) with a hostile answer.
+    Hostile(Hostile),
+}
+
+/// A hostile answer to ApiVersions: what a broken, confused or malicious server sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hostile {
+    /// A frame size of `i32::MAX`.
+    GiantFrame,
+    /// A negative frame size.
+    NegativeFrame,
+    /// A compact array count of `i32::MAX` elements in a 10-byte body.
+    HugeArrayCount,
+    /// A valid ApiVersions answer under another correlation id.
+    WrongCorrelationId,
+    /// A frame whose body ends inside the first field.
+    TruncatedBody,
+    /// A TLS alert record (what a TLS listener sends a plaintext client), then close.
+    TlsAlert,
+    /// Text (an HTTP server's answer): its first four bytes read as a ~1.2 GB frame.
+    Garbage,
+    /// Reads the request and never answers.
+    NoAnswer,
+}
+
+impl Hostile {
+    /// Every hostile answer.
+    pub const ALL: [Hostile; 8] = [
+        Hostile::GiantFrame,
+        Hostile::NegativeFrame,
+        Hostile::HugeArrayCount,
+        Hostile::WrongCorrelationId,
+        Hostile::TruncatedBody,
+        Hostile::TlsAlert,
+        Hostile::Garbage,
+        Hostile::NoAnswer,
+    ];
+
+    /// The bytes answering ApiVersions request `h` (`None`: no answer).
+    fn answer(self, h: &Header) -> Option<Vec<u8>> {
+        let framed = |body: &[u8]| {
+            let mut f = ((4 + body.len()) as i32).to_be_bytes().to_vec();
+            f.extend_from_slice(&h.correlation_id.to_be_bytes());
+            f.extend_from_slice(body);
+            f
+        };
+        Some(match self {
+            Hostile::GiantFrame => i32::MAX.to_be_bytes().to_vec(),
+            Hostile::NegativeFrame => (-4i32).to_be_bytes().to_vec(),
+            // Error code 0, then a compact array count (uvarint) of i32::MAX + 1.
+            Hostile::HugeArrayCount => framed(&[0, 0, 0xff, 0xff, 0xff, 0xff, 0x07, 0, 0, 0]),
+            Hostile::WrongCorrelationId => {
+                let mut f = api_versions_answer(h, Mode::Ignore);
+                f[4..8].copy_from_slice(&h.correlation_id.wrapping_add(1000).to_be_bytes());
+                f
+            }
+            Hostile::TruncatedBody => framed(&[0]),
+            // Content type alert (21), TLS 1.2, length 2, fatal (2) unexpected_message (10).
+            Hostile::TlsAlert => vec![21, 3, 3, 0, 2, 2, 10],
+            Hostile::Garbage => b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n".to_vec(),
+            Hostile::NoAnswer => return None,
+        })
+    }
 }
 
 /// A running fake broker; it stops accepting when dropped (connections end on their own
@@ -218,6 +282,14 @@ fn api_versions_answer(h: &Header, mode: Mode) -> Vec<u8> {
 fn serve(mut socket: TcpStream, mode: Mode, st: &State) {
     let _ = socket.set_read_timeout(Some(LIFETIME));
     while let Some(h) = read_request(&mut socket) {
+        if let Mode::Hostile(hostile) = mode {
+            if let Some(bytes) = hostile.answer(&h) {
+                if socket.write_all(&bytes).is_err() || hostile == Hostile::TlsAlert {
+                    return;
+                }
+            }
+            continue;
+        }
         if h.api_key == ApiKey::ApiVersions as i16 {
             if socket.write_all(&api_versions_answer(&h, mode)).is_err() {
                 return;

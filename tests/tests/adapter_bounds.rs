@@ -185,8 +185,8 @@ impl<A, B> Drop for Guard<A, B> {
     fn drop(&mut self) {}
 }
 
-/// A black-holed first bootstrap address costs one setup timeout, then the second one
-/// answers.
+/// A black-holed first bootstrap address costs one setup timeout (1 s ± 20% jitter),
+/// then the second one answers.
 #[test]
 fn blocking_tries_the_next_bootstrap_address_after_one_setup_timeout() {
     let (hole, _guard) = black_hole();
@@ -203,7 +203,7 @@ fn blocking_tries_the_next_bootstrap_address_after_one_setup_timeout() {
     let took = started.elapsed();
     println!("blocking: black hole then a good address: {took:?}");
     answer.expect("the second address answers");
-    assert!(took >= Duration::from_millis(900), "{took:?}");
+    assert!(took >= Duration::from_millis(790), "{took:?}");
     assert!(took < Duration::from_secs(2), "{took:?}");
 }
 

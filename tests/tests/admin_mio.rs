@@ -150,7 +150,10 @@ fn mio_driver_with_one_token() {
     let started = Instant::now();
     let (created, failures) = run_in_loop(&mut poll, &mut driver, op, no_foreign);
     assert!(
-        matches!(created, Err(AdminError::Timeout | AdminError::Request(_))),
+        matches!(
+            created,
+            Err(AdminError::Timeout { .. } | AdminError::Request(_))
+        ),
         "{created:?}"
     );
     assert!(

@@ -12,7 +12,10 @@
 //!   without a rebalance;
 //! - a pattern subscription (`kafka-blocking`'s `subscribe_pattern`), classic and KIP-848:
 //!   records of two matching topics, none of a non-matching one, and those of a third
-//!   matching topic created mid-run.
+//!   matching topic created mid-run;
+//! - an assignor of the application's own, registered in the config
+//!   (`ClientConfig::with_assignor`), decides the assignment of two `kafka-blocking`
+//!   members.
 
 mod group_common;
 
@@ -255,13 +258,108 @@ fn pattern_subscription(protocol: &str) {
 }
 
 #[test]
-#[ignore = "first run did not finish within 400 s; not yet diagnosed"]
 fn a_classic_pattern_subscription_follows_matching_topics() {
     pattern_subscription("classic");
 }
 
 #[test]
-#[ignore = "first run did not finish within 400 s; not yet diagnosed"]
 fn a_kip848_pattern_subscription_follows_matching_topics() {
     pattern_subscription("consumer");
+}
+
+/// Everything to the member with the greatest member id: an application's own assignor.
+#[derive(Debug)]
+struct AllToTheLast;
+
+impl kafka_core::group::assignor::Assignor for AllToTheLast {
+    fn name(&self) -> &str {
+        "all-to-the-last"
+    }
+
+    fn protocols(&self) -> &[kafka_core::group::assignor::RebalanceProtocol] {
+        &[kafka_core::group::assignor::RebalanceProtocol::Eager]
+    }
+
+    fn assign(
+        &self,
+        layout: &kafka_core::group::assignor::TopicLayout,
+        members: &[kafka_core::group::assignor::MemberSubscription],
+    ) -> Result<
+        std::collections::BTreeMap<String, kafka_core::group::Assignment>,
+        kafka_core::group::assignor::AssignError,
+    > {
+        let last = members.iter().map(|m| &m.member_id).max();
+        Ok(members
+            .iter()
+            .map(|m| {
+                let partitions = layout
+                    .topics
+                    .iter()
+                    .filter(|(t, _)| {
+                        Some(&m.member_id) == last && m.subscription.topics.contains(t)
+                    })
+                    .map(|(t, ps)| kafka_core::group::TopicPartitions {
+                        topic: t.clone(),
+                        partitions: ps.iter().map(|p| p.partition).collect(),
+                    })
+                    .collect();
+                let a = kafka_core::group::Assignment {
+                    partitions,
+                    user_data: None,
+                };
+                (m.member_id.clone(), a)
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn an_assignor_registered_in_the_config_decides_the_assignment() {
+    let Some(addr) = broker_or_skip("broker_group custom assignor") else {
+        return;
+    };
+    let topic = unique("custom");
+    pattern_topic(&addr, &topic, 10);
+    let group = unique("g-custom");
+    let config = || {
+        kafka_core::config::ClientConfig::from_pairs([
+            ("bootstrap.servers", addr.as_str()),
+            ("group.id", group.as_str()),
+            ("auto.offset.reset", "earliest"),
+        ])
+        .expect("config")
+        .with_assignor(AllToTheLast)
+    };
+    let a = kafka_blocking::GroupConsumer::new(config()).expect("a");
+    let b = kafka_blocking::GroupConsumer::new(config()).expect("b");
+    a.subscribe([&topic]).expect("subscribe a");
+    b.subscribe([&topic]).expect("subscribe b");
+    // Both in one generation: one member owns both partitions, the other none (range,
+    // the default strategy's first, would give each one).
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = None;
+    loop {
+        assert!(
+            std::time::Instant::now() < end,
+            "no generation where one member owns everything: last seen (generations, partitions) {last:?}"
+        );
+        a.poll(Duration::from_millis(100)).expect("poll a");
+        b.poll(Duration::from_millis(100)).expect("poll b");
+        let (ga, gb) = (
+            a.group_metadata().expect("a").generation_id,
+            b.group_metadata().expect("b").generation_id,
+        );
+        let (na, nb) = (
+            a.assignment().expect("a").len(),
+            b.assignment().expect("b").len(),
+        );
+        last = Some(((ga, gb), (na, nb)));
+        let mut counts = [na, nb];
+        counts.sort_unstable();
+        if ga == gb && ga > 0 && counts == [0, 2] {
+            break;
+        }
+    }
+    a.close().expect("close a");
+    b.close().expect("close b");
 }

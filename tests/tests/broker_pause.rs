@@ -88,15 +88,24 @@ fn admin_calls_route_around_a_paused_node() {
         created[&topic]
     );
 
-    // Wait until every partition's leader serves it (right after creation they may
-    // answer NOT_LEADER_OR_FOLLOWER for a moment; ListOffsets retries those itself).
-    let ready = admin
-        .list_offsets(partitions(&topic))
-        .expect("list offsets");
-    assert!(
-        ready.values().all(|r| r.is_ok()),
-        "partitions not ready: {ready:?}"
-    );
+    // Wait until every partition's leader serves it. Right after creation a node may not
+    // know the topic yet (the test before this one restarted a node, which then catches
+    // up on metadata): ListOffsets ends such a topic with UNKNOWN_TOPIC_OR_PARTITION at
+    // once, as Java's Admin does, so ask again until every partition answers.
+    let deadline = Instant::now() + CALL_BOUND;
+    loop {
+        let ready = admin
+            .list_offsets(partitions(&topic))
+            .expect("list offsets");
+        if ready.values().all(|r| r.is_ok()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "partitions not ready after {CALL_BOUND:?}: {ready:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let controller = admin
         .client()
         .with_core(|c| c.metadata().controller())

@@ -1,10 +1,11 @@
 //! The blocking producer against the fake broker (every delivery, offsets, a full
 //! buffer) and against the real broker.
 
+use std::collections::VecDeque;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use kafka_blocking::{Error, Producer, Record};
+use kafka_blocking::{Delivery, Error, Producer, Record};
 use kafka_tests::fake_broker::{FakeBroker, Mode};
 use kafka_tests::producer_suite::{self as suite, FAKE_RECORDS, REAL_RECORDS};
 
@@ -130,6 +131,146 @@ fn a_full_buffer_fails_the_send_after_max_block_not_a_hang() {
             .expect("every delivery resolves");
         assert!(outcome.is_err(), "{outcome:?}");
     }
+}
+
+/// A producer on `broker` with `extra` settings, warmed up: its producer id, metadata and
+/// connection are there (one record delivered).
+fn warmed(broker: &FakeBroker, extra: &[(&str, &str)]) -> Producer {
+    let producer = Producer::new(suite::config(&broker.addr, extra)).expect("producer");
+    let warm_up = producer
+        .send(Record::new("t", "warm-up").partition(0))
+        .expect("send");
+    producer.flush(Duration::from_secs(10)).expect("flush");
+    warm_up
+        .wait_timeout(Duration::from_secs(10))
+        .expect("warm-up delivered in time")
+        .expect("warm-up delivered");
+    producer
+}
+
+/// Sends `record` with a callback that reports (send instant, ack instant).
+fn timed_send(producer: &Producer, record: Record, acks: &mpsc::Sender<(Instant, Instant)>) {
+    let acks = acks.clone();
+    let sent = Instant::now();
+    producer
+        .send_with(record, move |r| {
+            r.expect("delivered");
+            let _ = acks.send((sent, Instant::now()));
+        })
+        .expect("send_with");
+}
+
+#[test]
+fn spaced_sends_do_not_wake_the_driver_each_and_lose_no_latency() {
+    let broker = FakeBroker::start(Mode::Produce {
+        partitions: 3,
+        answer: true,
+    });
+    let linger = Duration::from_millis(300);
+    let producer = warmed(&broker, &[("linger.ms", "300")]);
+    let stats = || producer.client().stats().expect("stats");
+    let before = stats();
+    let (tx, rx) = mpsc::channel();
+
+    // A lone record on an idle producer wakes the driver and goes out at its linger.
+    timed_send(&producer, Record::new("t", "lone").partition(0), &tx);
+    let (sent, acked) = rx.recv_timeout(Duration::from_secs(5)).expect("lone ack");
+    let took = acked - sent;
+    assert!(
+        took >= linger - Duration::from_millis(5) && took < linger + Duration::from_millis(150),
+        "lone record acked after {took:?} (linger {linger:?})"
+    );
+    let after_lone = stats();
+    assert!(
+        after_lone.producer_wakes - before.producer_wakes <= 2,
+        "{after_lone:?}"
+    );
+
+    // Twenty records 5 ms apart while a batch lingers: the first wakes the driver, the
+    // rest are staged and taken at the batch's deadline, all in that batch.
+    for i in 0..20 {
+        timed_send(
+            &producer,
+            Record::new("t", format!("spaced-{i}")).partition(1),
+            &tx,
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for i in 0..20 {
+        let (sent, acked) = rx.recv_timeout(Duration::from_secs(5)).expect("spaced ack");
+        assert!(
+            acked - sent < linger + Duration::from_millis(150),
+            "record {i}: {:?}",
+            acked - sent
+        );
+    }
+    let after_spaced = stats();
+    let wakes = after_spaced.producer_wakes - after_lone.producer_wakes;
+    assert!(wakes <= 3, "20 spaced sends woke the driver {wakes} times");
+    assert!(after_spaced.producer_timed_pumps > after_lone.producer_timed_pumps);
+
+    // A record for another partition, staged 200 ms into partition 0's linger, lingers
+    // from its own send: acked about 300 ms after it, not 300 ms after the driver took
+    // it (at partition 0's deadline, 100 ms later).
+    timed_send(&producer, Record::new("t", "first").partition(0), &tx);
+    std::thread::sleep(Duration::from_millis(200));
+    timed_send(&producer, Record::new("t", "other").partition(2), &tx);
+    let _ = rx.recv_timeout(Duration::from_secs(5)).expect("first ack");
+    let (sent, acked) = rx.recv_timeout(Duration::from_secs(5)).expect("other ack");
+    let took = acked - sent;
+    assert!(
+        took < linger + Duration::from_millis(70),
+        "other partition acked after {took:?}"
+    );
+    producer.close(Duration::from_secs(10)).expect("close");
+}
+
+#[test]
+fn a_batch_worth_of_staged_bytes_wakes_the_driver_and_flush_takes_the_rest() {
+    let broker = FakeBroker::start(Mode::Produce {
+        partitions: 3,
+        answer: true,
+    });
+    // Linger far beyond the test: only full batches, a flush or close send anything.
+    let producer = warmed(&broker, &[("linger.ms", "60000"), ("batch.size", "2000")]);
+    let mut deliveries: VecDeque<Delivery> = (0..200)
+        .map(|i| {
+            let record = Record::new("t", suite::value(i)).partition(1);
+            producer.send(record).expect("send")
+        })
+        .collect();
+    // Full batches go out at once: all but at most a batch's worth staged and the open
+    // batch (about 13 + 17 records here).
+    let start = Instant::now();
+    for i in 0..150 {
+        let left = Duration::from_secs(10).saturating_sub(start.elapsed());
+        let d = deliveries.pop_front().expect("delivery");
+        d.wait_timeout(left)
+            .unwrap_or_else(|_| panic!("record {i} waited for linger"))
+            .expect("delivered");
+    }
+    let mut rest = Vec::from(deliveries);
+    assert!(
+        rest.last_mut().expect("last").try_take().is_none(),
+        "the last records linger"
+    );
+    // The flush takes what is staged and cuts linger short.
+    producer
+        .flush(Duration::from_secs(5))
+        .expect("flush in time");
+    for (i, d) in rest.iter_mut().enumerate() {
+        assert!(matches!(d.try_take(), Some(Ok(_))), "record {}", 150 + i);
+    }
+    // Staged records are part of a close too.
+    let last = producer
+        .send(Record::new("t", "last").partition(2))
+        .expect("send");
+    let metrics = producer.close(Duration::from_secs(5)).expect("close");
+    assert_eq!(metrics.records_delivered, 1 + 200 + 1);
+    assert!(last
+        .wait_timeout(Duration::from_secs(1))
+        .expect("done")
+        .is_ok());
 }
 
 #[test]

@@ -122,6 +122,81 @@ fn a_full_buffer_fails_the_send_after_max_block_not_a_hang() {
 }
 
 #[test]
+fn staged_records_lose_no_latency_and_flush_takes_them() {
+    let broker = FakeBroker::start(Mode::Produce {
+        partitions: 3,
+        answer: true,
+    });
+    let rt = runtime();
+    rt.block_on(async {
+        let linger = Duration::from_millis(300);
+        let config = suite::config(&broker.addr, &[("linger.ms", "300")]);
+        let producer = Producer::new(config).expect("producer");
+        let warm = producer
+            .send(Record::new("t", "warm-up").partition(0))
+            .await;
+        warm.expect("send").await.expect("warm-up delivered");
+
+        // A record for partition 0 opens a batch; one for partition 2, sent 200 ms into
+        // that batch's linger, is staged until the driver's planned take, yet acked about
+        // linger.ms after its own send.
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (partition, pause) in [(0, 200), (2, 0)] {
+            let (tx, sent) = (tx.clone(), Instant::now());
+            producer
+                .send_with(Record::new("t", "timed").partition(partition), move |r| {
+                    r.expect("delivered");
+                    let _ = tx.send((partition, Instant::now() - sent));
+                })
+                .await
+                .expect("send_with");
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+        for _ in 0..2 {
+            let waiting = Instant::now();
+            let (partition, took) = loop {
+                match rx.try_recv() {
+                    Ok(ack) => break ack,
+                    Err(_) if waiting.elapsed() > Duration::from_secs(5) => panic!("no ack"),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(2)).await,
+                }
+            };
+            assert!(
+                took < linger + Duration::from_millis(70),
+                "partition {partition} acked after {took:?}"
+            );
+        }
+
+        // With a linger far beyond the test, a flush sends what is staged and open.
+        let deliveries = {
+            let mut d = Vec::new();
+            for i in 0..5 {
+                d.push(
+                    producer
+                        .send(Record::new("t", suite::value(i)))
+                        .await
+                        .expect("send"),
+                );
+            }
+            d
+        };
+        let started = Instant::now();
+        producer.flush().await.expect("flush");
+        assert!(
+            started.elapsed() < linger,
+            "the flush did not wait for linger"
+        );
+        for d in deliveries {
+            d.await.expect("delivered");
+        }
+        producer
+            .close(Duration::from_secs(10))
+            .await
+            .expect("close");
+    });
+}
+
+#[test]
 fn real_broker_delivers_ten_thousand_keyed_records_in_order() {
     let Some(bootstrap) = kafka_tests::broker_or_skip("producer_tokio real broker") else {
         return;

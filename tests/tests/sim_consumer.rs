@@ -2,10 +2,12 @@
 //! seeds: two consumers (read_uncommitted and read_committed) read a topic from the
 //! earliest offset while an idempotent producer writes it and faults fire on Fetch and
 //! ListOffsets too — lost and stalled answers, dropped requests, fetch sessions evicted
-//! or refused by a full cache, leader moves, a broker restart. After healing, each
-//! consumer must reach the end having read every acknowledged record exactly once, in
-//! offset order, with no gap: its whole life is one complete read session for the
-//! history checker. Replay one seed with `SIM_SEED=<n>`; `SIM_SEEDS=<count>` for more.
+//! or refused by a full cache, leader moves (positions validated with
+//! OffsetForLeaderEpoch, KIP-320; those answers lost and stalled too), a broker restart.
+//! After healing, each consumer must reach the end having read every acknowledged record
+//! exactly once, in offset order, with no gap: its whole life is one complete read
+//! session for the history checker. Replay one seed with `SIM_SEED=<n>`;
+//! `SIM_SEEDS=<count>` for more.
 
 use std::time::Duration;
 
@@ -44,6 +46,8 @@ struct Sweep {
     sessions_refused_full: u64,
     session_errors: u64,
     leader_errors: u64,
+    /// OffsetForLeaderEpoch requests: positions validated after a leader change (KIP-320).
+    validations: u64,
 }
 
 /// One seed: the producer and both consumers under `setup`'s faults, then healing.
@@ -132,6 +136,8 @@ fn consume_under(seed: u64, setup: &dyn Fn(&mut World), sweep: &mut Sweep) {
     };
     // NOT_LEADER_OR_FOLLOWER (6), FENCED_LEADER_EPOCH (74).
     sweep.leader_errors += count(&[6, 74]);
+    let requests = &world.cluster.counters.requests;
+    sweep.validations += requests.get("OffsetForLeaderEpoch").copied().unwrap_or(0);
 }
 
 fn sweep(name: &str, setup: impl Fn(&mut World)) -> Sweep {
@@ -193,8 +199,10 @@ fn evicted_and_refused_fetch_sessions_are_recovered_by_full_fetches() {
 }
 
 /// Leaders move and a broker stops and restarts while both consumers fetch: the
-/// consumer follows the new leader (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) and
-/// its sessions are reopened on the restarted broker.
+/// consumer follows the new leader (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH),
+/// validates its positions there with OffsetForLeaderEpoch (KIP-320; nothing is
+/// truncated here, so every validation must let it go on at the same offset) and its
+/// sessions are reopened on the restarted broker.
 #[test]
 fn leader_moves_and_a_broker_restart_while_consuming() {
     let s = sweep(
@@ -208,4 +216,35 @@ fn leader_moves_and_a_broker_restart_while_consuming() {
         },
     );
     assert!(s.leader_errors > s.runs, "{s:?}");
+    assert!(s.validations > s.runs, "{s:?}");
+}
+
+/// Leaders move while answers to the consumers' Fetch, ListOffsets, Metadata and
+/// OffsetForLeaderEpoch requests are lost, stalled past the request timeout or never
+/// applied: a validation without an answer is asked again, one answered for a position
+/// that has moved on since is ignored, and no position moves without one.
+#[test]
+fn leader_moves_while_validations_are_lost_and_stalled() {
+    let s = sweep(
+        "leader_moves_while_validations_are_lost_and_stalled",
+        |w: &mut World| {
+            w.schedule_leader_moves(TOPIC, PARTITIONS, 8, 400);
+            w.faults = NetFaults {
+                lose_answer: 60,
+                reset_before: 30,
+                stall: 40,
+                stall_ms: 800,
+                apis: Some(vec![
+                    ApiKey::Fetch,
+                    ApiKey::ListOffsets,
+                    ApiKey::Metadata,
+                    ApiKey::OffsetForLeaderEpoch,
+                ]),
+            };
+        },
+    );
+    assert!(
+        s.validations > s.runs && s.answers_lost > s.runs && s.stalls > s.runs / 2,
+        "{s:?}"
+    );
 }

@@ -2,8 +2,9 @@
 //
 // produce: kgo.Client.Produce with a promise per record (acks counted in the
 // promise); transactions via BeginTransaction / Flush / EndTransaction every
-// --txn-records records. consume: PollFetches over ConsumePartitions (assign)
-// or a consumer group (--group), committing once at the end. Prints one JSON
+// --txn-records records. consume: PollFetches over ConsumePartitions (assign),
+// or --members M clients (goroutines) in a consumer group (--group), each
+// committing on revocation and at the end. Prints one JSON
 // result line on stdout; diagnostics go to stderr.
 package main
 
@@ -11,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -311,8 +313,125 @@ func produce(a *args) (map[string]any, error) {
 
 type sentKey struct{}
 
-type part struct {
-	count, first, last, backwards, gaps int64
+// member is one consumer of a consume run and what it read: per partition, the
+// runs of consecutive offsets, as {first, last}.
+type member struct {
+	cl                 *kgo.Client
+	runs               map[int32][][2]int64
+	count, nbytes, bad int64
+	firstS, lastS      float64
+	seen               bool
+	mu                 sync.Mutex // errs and firstErr: callbacks run on the client's goroutines
+	errs               int64
+	firstErr           string
+}
+
+func (m *member) fail(err string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.errs++
+	if m.firstErr == "" {
+		m.firstErr = err
+	}
+}
+
+// shared is what the members of one run share: the stop condition and the idle clock.
+type shared struct {
+	want     int64
+	start    time.Time
+	total    atomic.Int64
+	lastSeen atomic.Int64 // nanoseconds from start to the latest record any member saw
+	idle     time.Duration
+}
+
+func (m *member) take(fs kgo.Fetches, valueBytes int64, sh *shared) {
+	n := fs.NumRecords()
+	if n == 0 {
+		return
+	}
+	now := time.Since(sh.start)
+	if !m.seen {
+		m.seen = true
+		m.firstS = now.Seconds()
+	}
+	m.lastS = now.Seconds()
+	for {
+		old := sh.lastSeen.Load()
+		if int64(now) <= old || sh.lastSeen.CompareAndSwap(old, int64(now)) {
+			break
+		}
+	}
+	fs.EachRecord(func(r *kgo.Record) {
+		m.nbytes += int64(len(r.Value))
+		if valueBytes > 0 && int64(len(r.Value)) != valueBytes {
+			m.bad++
+		}
+		runs := m.runs[r.Partition]
+		if k := len(runs); k > 0 && runs[k-1][1]+1 == r.Offset {
+			runs[k-1][1] = r.Offset
+		} else {
+			m.runs[r.Partition] = append(runs, [2]int64{r.Offset, r.Offset})
+		}
+	})
+	m.count += int64(n)
+	sh.total.Add(int64(n))
+}
+
+// poll is one PollFetches of up to 100 ms; its own deadline is not an error.
+func (m *member) poll(valueBytes int64, sh *shared) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	fs := m.cl.PollFetches(ctx)
+	cancel()
+	fs.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		m.fail(fmt.Sprintf("%s/%d: %v", t, p, err))
+	})
+	m.take(fs, valueBytes, sh)
+	return fs.NumRecords()
+}
+
+// run polls until the members together have the records (or none came for too
+// long); in a group it then commits (polling through a rebalance in the way) and
+// waits for the others before closing.
+func (m *member) run(group bool, valueBytes int64, sh *shared, committed *sync.WaitGroup) {
+	for sh.total.Load() < sh.want {
+		got := m.poll(valueBytes, sh)
+		m.cl.AllowRebalance()
+		if got == 0 && time.Since(sh.start)-time.Duration(sh.lastSeen.Load()) > sh.idle {
+			m.fail(fmt.Sprintf("no record for %v after %d records", sh.idle, sh.total.Load()))
+			break
+		}
+		m.mu.Lock()
+		errs := m.errs
+		m.mu.Unlock()
+		if errs > 1000 {
+			break
+		}
+	}
+	if group {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := m.cl.CommitUncommittedOffsets(ctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				m.fail("commit: " + err.Error())
+				break
+			}
+			// Records now would be duplicates, and are counted as such.
+			m.poll(valueBytes, sh)
+			m.cl.AllowRebalance()
+		}
+	}
+	// Every member has committed before any leaves.
+	committed.Done()
+	committed.Wait()
+	m.cl.Close()
 }
 
 func consume(a *args) (map[string]any, error) {
@@ -325,6 +444,10 @@ func consume(a *args) (map[string]any, error) {
 	valueBytes := a.num("value-bytes", 0)
 	idle := time.Duration(a.num("idle-timeout-s", 30)) * time.Second
 	group := a.str("group", "")
+	members := a.num("members", 1)
+	if members < 1 || (group == "" && members != 1) {
+		return nil, fmt.Errorf("--members needs --group and must be at least 1")
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(strings.Split(a.str("bootstrap", "127.0.0.1:9092"), ",")...),
 		kgo.FetchMinBytes(1),
@@ -336,9 +459,18 @@ func consume(a *args) (map[string]any, error) {
 	if a.str("isolation", "read_uncommitted") == "read_committed" {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
-	if group != "" {
-		opts = append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
-	} else {
+	for k, v := range a.set {
+		switch {
+		case k == "group.protocol" && v == "consumer":
+			// KIP-848: the coordinator assigns; kgo opts in with a server-side balancer
+			// and needs range or sticky first (sticky asks for the broker's "uniform").
+			opts = append(opts, kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
+		case k == "group.protocol" && v == "classic":
+		default:
+			return nil, fmt.Errorf("--set %s=%s is not supported by this peer (only group.protocol)", k, v)
+		}
+	}
+	if group == "" {
 		if partitions < 1 {
 			return nil, fmt.Errorf("--partitions is required without --group")
 		}
@@ -348,83 +480,102 @@ func consume(a *args) (map[string]any, error) {
 		}
 		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: m}))
 	}
-	if len(a.set) > 0 {
-		return nil, fmt.Errorf("--set is not supported by this peer")
+	sh := &shared{want: n, start: time.Now(), idle: idle}
+	all := make([]*member, members)
+	for i := range all {
+		m := &member{runs: map[int32][][2]int64{}}
+		o := opts
+		if group != "" {
+			o = append(append([]kgo.Opt{}, opts...),
+				kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+				// Polls and rebalances take turns (AllowRebalance after each poll), so a
+				// revocation's commit covers exactly what this member took.
+				kgo.BlockRebalanceOnPoll(),
+				kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+					if len(revoked) == 0 {
+						return
+					}
+					if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+						m.fail("commit on revoke: " + err.Error())
+					}
+				}),
+				kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+					if len(lost) > 0 {
+						m.fail(fmt.Sprintf("partitions lost: %v", lost))
+					}
+				}),
+			)
+		}
+		cl, err := kgo.NewClient(o...)
+		if err != nil {
+			return nil, err
+		}
+		m.cl = cl
+		all[i] = m
 	}
-	start := time.Now()
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, err
+	var committed, finished sync.WaitGroup
+	committed.Add(len(all))
+	finished.Add(len(all))
+	for _, m := range all {
+		go func(m *member) {
+			defer finished.Done()
+			m.run(group != "", valueBytes, sh, &committed)
+		}(m)
 	}
-	defer cl.Close()
-	parts := map[int32]*part{}
+	finished.Wait()
+
 	var count, nbytes, errs, bad int64
-	var firstS, lastS float64
+	firstS, lastS := -1.0, 0.0
 	firstErr := ""
-	for count < n {
-		ctx, cancel := context.WithTimeout(context.Background(), idle)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		if ctx.Err() != nil && fs.NumRecords() == 0 {
-			firstErr = fmt.Sprintf("no record for %v after %d records", idle, count)
-			break
+	runs := map[int32][][2]int64{}
+	perMember := make([]int64, 0, len(all))
+	for _, m := range all {
+		perMember = append(perMember, m.count)
+		count += m.count
+		nbytes += m.nbytes
+		errs += m.errs
+		bad += m.bad
+		if firstErr == "" {
+			firstErr = m.firstErr
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			errs++
-			if firstErr == "" {
-				firstErr = fmt.Sprintf("%s/%d: %v", t, p, err)
+		if m.seen {
+			if firstS < 0 || m.firstS < firstS {
+				firstS = m.firstS
 			}
-		})
-		if errs > 1000 {
-			break
+			if m.lastS > lastS {
+				lastS = m.lastS
+			}
 		}
-		now := time.Since(start).Seconds()
-		fs.EachRecord(func(r *kgo.Record) {
-			if count == 0 {
-				firstS = now
-			}
-			count++
-			nbytes += int64(len(r.Value))
-			if valueBytes > 0 && int64(len(r.Value)) != valueBytes {
-				bad++
-			}
-			p := parts[r.Partition]
-			if p == nil {
-				p = &part{first: r.Offset, last: r.Offset - 1}
-				parts[r.Partition] = p
-			}
-			switch {
-			case p.count > 0 && r.Offset <= p.last:
-				p.backwards++
-			case p.count > 0 && r.Offset != p.last+1:
-				p.gaps++
-			}
-			if r.Offset > p.last {
-				p.last = r.Offset
-			}
-			p.count++
-		})
-		lastS = now
+		for p, r := range m.runs {
+			runs[p] = append(runs[p], r...)
+		}
 	}
-	if group != "" && count > 0 {
-		if err := cl.CommitUncommittedOffsets(context.Background()); err != nil {
-			errs++
-			firstErr = "commit: " + err.Error()
-		}
+	if firstS < 0 {
+		firstS = 0
 	}
 	steady := 0.0
 	if count > 1 && lastS > firstS {
 		steady = float64(count-1) / (lastS - firstS)
 	}
 	var plist []map[string]any
-	for p, s := range parts {
-		plist = append(plist, map[string]any{"p": p, "count": s.count, "first": s.first, "last": s.last, "backwards": s.backwards, "gaps": s.gaps})
+	for p, rs := range runs {
+		var c, first, last int64 = 0, -1, -1
+		for _, r := range rs {
+			c += r[1] - r[0] + 1
+			if first < 0 || r[0] < first {
+				first = r[0]
+			}
+			if r[1] > last {
+				last = r[1]
+			}
+		}
+		plist = append(plist, map[string]any{"p": p, "count": c, "first": first, "last": last, "runs": rs})
 	}
 	sort.Slice(plist, func(i, j int) bool { return plist[i]["p"].(int32) < plist[j]["p"].(int32) })
 	return map[string]any{
 		"peer": "franz-go", "version": version(), "op": "consume",
 		"records": count, "bytes": nbytes, "errors": errs,
 		"elapsed_s": lastS, "first_s": firstS, "steady_rps": steady,
-		"bad_values": bad, "partitions": plist, "error": firstErr,
+		"bad_values": bad, "member_records": perMember, "partitions": plist, "error": firstErr,
 	}, nil
 }

@@ -120,6 +120,20 @@ impl Admin {
         Some(total)
     }
 
+    /// The group's type as the broker lists it (`classic`, `consumer`); `None` if the
+    /// broker does not say (ListGroups before v5) or does not list the group.
+    pub(crate) fn group_type(&self, group: &str) -> Result<Option<String>, String> {
+        let all = self
+            .inner
+            .list_consumer_groups()
+            .map_err(|e| e.to_string())?;
+        Ok(all
+            .groups
+            .get(group)
+            .and_then(|g| g.group_type.clone())
+            .map(|t| t.to_lowercase()))
+    }
+
     /// The group's committed offsets for partitions 0..partitions (`None`: nothing committed).
     pub(crate) fn committed(
         &self,

@@ -4,16 +4,21 @@
 //! Flow: build the peers (skipping visibly what cannot be built), start or attach to
 //! the broker and pin it to core 0, measure loopback TCP, measure each client's
 //! start-up CPU (1-record runs), then run every workload for every client in
-//! interleaved rounds (A B C D A B C D …) on core 1, each on a fresh topic (produce) or
-//! a fresh group (consume), verifying every run independently through our admin
-//! client. Writes `results.md` and `results.jsonl`; exits 1 if a built client's run
-//! failed its verification.
+//! interleaved rounds (A B C D A B C D …) on core 1, each on a fresh topic (produce,
+//! `produce.rs`) or reading a source topic filled once per codec, in a fresh group when
+//! it is a group workload (consume, `consume.rs`), verifying every run independently
+//! through our admin client. Writes `results.md` and `results.jsonl` (`output.rs`); exits
+//! 1 if a built client's run failed its verification.
 
 mod admin;
 mod broker;
+mod consume;
 mod neighbourhood;
+mod output;
+mod peer_output;
 mod peers;
 mod proc;
+mod produce;
 mod report;
 mod sys;
 mod workloads;
@@ -23,12 +28,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use admin::{Admin, Watermarks};
+use admin::Admin;
 use broker::{Broker, BrokerOpts};
-use peers::{Client, ConsumeSpec, Peer, PeerResult, ProduceSpec};
+use consume::Source;
+use peers::{Client, ConsumeSpec, JavaConsume, Peer, PeerResult, ProduceSpec};
 use proc::Outcome;
 use report::{RunRecord, Summary};
-use workloads::{Kind, Workload};
+use workloads::{Compression, Kind, Workload};
 
 const PARTITIONS: i32 = 6;
 const BROKER_CORE: usize = 0;
@@ -41,7 +47,8 @@ const USAGE: &str = "usage: e2e [--quick] [--rounds N] [--clients ours,rdkafka,f
   --rounds N       interleaved rounds per workload (default 3; quick: 1)
   --clients LIST   clients to build and run (default: all four)
   --require LIST   fail (exit 1) if one of these clients cannot be built (CI)
-  --workloads LIST ids or prefixes: W1 (= W1-none,W1-lz4,W1-zstd), W2 ... W6
+  --workloads LIST ids or prefixes: W1 (= W1-none,W1-lz4,W1-zstd), W2, W3, W4,
+                   W5 (= W5,W5-lz4,W5-zstd), W6 (= W6,W6-3,W6-848,W6-848-3)
   --out DIR        where results.md, results.jsonl and logs/ go (default target/e2e)
   --keep-broker    leave a rig started here running
   --fresh-broker   restart the rig's single node (new, empty data) before the run
@@ -111,12 +118,36 @@ fn parse_opts() -> Result<Opts, String> {
 }
 
 /// A client as it appears in a workload's rows (rdkafka's consumer twice: librdkafka's
-/// default `fetch.queue.backoff.ms` and 10 ms).
+/// default `fetch.queue.backoff.ms` and 10 ms; Java's consumer as our `ConsumePeer` and,
+/// in one-member groups, as Kafka's `ConsumerPerformance`).
 #[derive(Debug, Clone)]
 struct Variant {
     peer: usize,
     label: String,
+    /// Distinguishes the variants of one client in group ids and log names.
+    slug: &'static str,
     extra: Vec<(String, String)>,
+    java: JavaConsume,
+}
+
+/// Which 1-record run gives a client's start-up CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Startup {
+    Produce,
+    /// The contract consume (assign); Java: `ConsumePeer`.
+    Consume,
+    /// Java's `ConsumerPerformance` (in a group).
+    ConsumeTool,
+}
+
+impl Startup {
+    fn name(self) -> &'static str {
+        match self {
+            Startup::Produce => "produce",
+            Startup::Consume => "consume",
+            Startup::ConsumeTool => "consume (ConsumerPerformance)",
+        }
+    }
 }
 
 struct Harness {
@@ -128,14 +159,14 @@ struct Harness {
     logs: PathBuf,
     tag: String,
     pin: Option<usize>,
-    startup: BTreeMap<(Client, bool), f64>,
+    startup: BTreeMap<(Client, Startup), f64>,
     records: Vec<RunRecord>,
     notes: Vec<String>,
     timeout: Duration,
     /// The 1-record topic start-up runs use.
     startup_topic: String,
-    /// Consume source: topic, records, watermarks.
-    source: Option<(String, u64, Vec<Watermarks>)>,
+    /// The consume workloads' source topics, by the codec they were written with.
+    sources: BTreeMap<Compression, Source>,
     java_w1_rps: Option<f64>,
     neighbourhood: Neighbourhood,
     load_start: (f64, f64, f64),
@@ -294,7 +325,7 @@ fn run(opts: Opts) -> Result<bool, String> {
         startup: BTreeMap::new(),
         records: Vec::new(),
         notes,
-        source: None,
+        sources: BTreeMap::new(),
         java_w1_rps: None,
         neighbourhood: Neighbourhood {
             loopback_gbps: None,
@@ -351,23 +382,32 @@ impl Harness {
             .filter(|w| selected(&self.opts, w))
             .collect();
         let need_consume = wls.iter().any(|w| !w.is_produce());
+        let need_tool = wls.iter().any(|w| {
+            self.variants(w)
+                .iter()
+                .any(|v| self.peers[v.peer].java_tool(v.java))
+        });
 
         // ---- start-up CPU of each client (1-record runs), interleaved over the rounds
         self.admin.create_topic(&self.startup_topic, PARTITIONS)?;
         for round in 1..=self.opts.rounds {
             for i in 0..self.peers.len() {
-                self.startup_run(i, true, round, &p100);
+                self.startup_run(i, Startup::Produce, round, &p100);
             }
-            if need_consume {
-                for i in 0..self.peers.len() {
-                    self.startup_run(i, false, round, &p100);
+            for i in 0..self.peers.len() {
+                let (client, assign) = (self.peers[i].client, self.peers[i].can_assign());
+                if need_consume && assign {
+                    self.startup_run(i, Startup::Consume, round, &p100);
+                }
+                if client == Client::Java && need_tool {
+                    self.startup_run(i, Startup::ConsumeTool, round, &p100);
                 }
             }
         }
 
         for w in &wls {
-            if !w.is_produce() && self.source.is_none() {
-                self.fill_source(w, &p100)?;
+            if let Kind::Consume { source, .. } = w.kind {
+                self.source(source, w, &p100)?;
             }
             let variants = self.variants(w);
             let pool = if w.value_bytes == 100 { &p100 } else { &p10k };
@@ -409,31 +449,63 @@ impl Harness {
         Ok(())
     }
 
-    /// Every client's runs of `w`; a client that cannot run it is skipped with a note.
-    fn variants(&mut self, w: &Workload) -> Vec<Variant> {
+    /// Every client's runs of `w` (a client that cannot run it has none).
+    fn variants(&self, w: &Workload) -> Vec<Variant> {
         let mut out = Vec::new();
-        for (i, p) in self.peers.iter().enumerate() {
-            let consume = !w.is_produce();
-            if consume && matches!(w.kind, Kind::Consume { group: false }) && !p.can_assign() {
-                continue;
+        let plain = |i: usize, label: &str| Variant {
+            peer: i,
+            label: label.into(),
+            slug: "",
+            extra: Vec::new(),
+            java: JavaConsume::Peer,
+        };
+        let Kind::Consume { group, .. } = w.kind else {
+            // Closed-loop produce also through the application's producer
+            // (`kafka_blocking::Producer`); the core producer's row stays "ours".
+            let closed_loop = matches!(
+                w.kind,
+                Kind::Produce {
+                    rate: None,
+                    txn_records: None,
+                    ..
+                }
+            );
+            for (i, p) in self.peers.iter().enumerate() {
+                out.push(plain(i, p.client.name()));
+                if p.client == Client::Ours && closed_loop {
+                    out.push(Variant {
+                        slug: "-adapter",
+                        extra: vec![("ours.api".into(), "adapter".into())],
+                        ..plain(i, "ours (kafka_blocking::Producer)")
+                    });
+                }
             }
-            if consume && p.client == Client::Rdkafka {
-                out.push(Variant {
-                    peer: i,
-                    label: "rdkafka (fetch.queue.backoff.ms default)".into(),
-                    extra: Vec::new(),
-                });
-                out.push(Variant {
-                    peer: i,
-                    label: "rdkafka (fetch.queue.backoff.ms=10)".into(),
-                    extra: vec![("fetch.queue.backoff.ms".into(), "10".into())],
-                });
-            } else {
-                out.push(Variant {
-                    peer: i,
-                    label: p.client.name().into(),
-                    extra: Vec::new(),
-                });
+            return out;
+        };
+        let one_member = group.is_some_and(|g| g.members == 1);
+        for (i, p) in self.peers.iter().enumerate() {
+            match p.client {
+                Client::Rdkafka => {
+                    out.push(plain(i, "rdkafka (fetch.queue.backoff.ms default)"));
+                    out.push(Variant {
+                        slug: "-b10",
+                        extra: vec![("fetch.queue.backoff.ms".into(), "10".into())],
+                        ..plain(i, "rdkafka (fetch.queue.backoff.ms=10)")
+                    });
+                }
+                Client::Java => {
+                    if p.can_assign() && (!self.opts.quick || workloads::java_peer_in_quick(w.id)) {
+                        out.push(plain(i, "java (KafkaConsumer)"));
+                    }
+                    if one_member {
+                        out.push(Variant {
+                            slug: "-tool",
+                            java: JavaConsume::Tool,
+                            ..plain(i, "java (ConsumerPerformance)")
+                        });
+                    }
+                }
+                _ => out.push(plain(i, p.client.name())),
             }
         }
         out
@@ -468,9 +540,14 @@ impl Harness {
         Ok((out, b0.zip(b1).map(|(a, b)| b - a), load1))
     }
 
-    fn startup_run(&mut self, i: usize, produce: bool, round: u32, pool: &Path) {
+    fn startup_run(&mut self, i: usize, kind: Startup, round: u32, pool: &Path) {
         let p = &self.peers[i];
-        let cmd = if produce {
+        let java = if kind == Startup::ConsumeTool {
+            JavaConsume::Tool
+        } else {
+            JavaConsume::Peer
+        };
+        let cmd = if kind == Startup::Produce {
             p.produce_cmd(&ProduceSpec {
                 bootstrap: &self.broker.bootstrap,
                 topic: &self.startup_topic,
@@ -483,20 +560,29 @@ impl Harness {
                 extra: &[],
             })
         } else {
-            let group = (!p.can_assign())
+            let group = p
+                .java_tool(java)
                 .then(|| format!("e2e-{}-startup-{}-{round}", self.tag, p.client.name()));
-            p.consume_cmd(&ConsumeSpec {
-                bootstrap: &self.broker.bootstrap,
-                topic: &self.startup_topic,
-                records: 1,
-                partitions: PARTITIONS,
-                group,
-                read_committed: false,
-                value_bytes: 0,
-                extra: &[],
-            })
+            p.consume_cmd(
+                &ConsumeSpec {
+                    bootstrap: &self.broker.bootstrap,
+                    topic: &self.startup_topic,
+                    records: 1,
+                    partitions: PARTITIONS,
+                    group,
+                    members: 1,
+                    read_committed: false,
+                    value_bytes: 0,
+                    extra: &[],
+                },
+                java,
+            )
         };
-        let op = if produce { "produce" } else { "consume" };
+        let op = match kind {
+            Startup::Produce => "produce",
+            Startup::Consume => "consume",
+            Startup::ConsumeTool => "consume-tool",
+        };
         let client = p.client;
         match self.spawn(
             &cmd,
@@ -508,9 +594,9 @@ impl Harness {
                 let cpu = out.cpu_s();
                 let v = self
                     .startup
-                    .get(&(client, produce))
+                    .get(&(client, kind))
                     .map_or(cpu, |p| p.min(cpu));
-                self.startup.insert((client, produce), v);
+                self.startup.insert((client, kind), v);
             }
             Ok((out, _, _)) => self.notes.push(format!(
                 "start-up run of {} ({op}, round {round}) failed: {}",
@@ -523,78 +609,32 @@ impl Harness {
         }
     }
 
-    /// Fills the consume source topic once, with the first available producer.
-    fn fill_source(&mut self, w: &Workload, pool: &Path) -> Result<(), String> {
-        let topic = format!("e2e-{}-source", self.tag);
-        self.admin.create_topic(&topic, PARTITIONS)?;
-        let order = [Client::FranzGo, Client::Rdkafka, Client::Java, Client::Ours];
-        let Some(peer) = order
-            .iter()
-            .find_map(|c| self.peers.iter().find(|p| p.client == *c))
-        else {
-            return Err("no producer to fill the consume topic".into());
-        };
-        let cmd = peer.produce_cmd(&ProduceSpec {
-            bootstrap: &self.broker.bootstrap,
-            topic: &topic,
-            records: w.records,
-            payload_file: pool,
-            compression: "none",
-            rate: None,
-            txn: None,
-            java_txn_ms: 0,
-            extra: &[],
-        });
-        eprintln!(
-            "e2e: filling {topic} with {} records ({})",
-            w.records,
-            peer.client.name()
-        );
-        let (out, _, _) = self.spawn(&cmd, "fill-source", self.timeout)?;
-        if !out.success() {
-            return Err(format!(
-                "filling the consume topic failed: {}",
-                out.failure()
-            ));
-        }
-        let marks = self.admin.watermarks(&topic, PARTITIONS)?;
-        let total: i64 = marks.iter().map(|m| m.latest - m.earliest).sum();
-        if total != w.records as i64 {
-            return Err(format!(
-                "consume topic holds {total} records, expected {}",
-                w.records
-            ));
-        }
-        self.notes.push(format!(
-            "consume workloads read `{topic}`: {} records of {} B written by {} (idempotent, no compression), per partition {:?}",
-            w.records,
-            w.value_bytes,
-            peer.client.name(),
-            marks.iter().map(|m| m.latest - m.earliest).collect::<Vec<_>>()
-        ));
-        self.source = Some((topic, w.records, marks));
-        Ok(())
-    }
-
     fn name(&self, w: &Workload, v: &Variant, round: u32) -> String {
         let client = self.peers[v.peer].client.name();
-        let suffix = if v.extra.is_empty() { "" } else { "-b10" };
         format!(
-            "e2e-{}-{}-{client}{suffix}-r{round}",
+            "e2e-{}-{}-{client}{}-r{round}",
             self.tag,
-            w.id.to_lowercase()
+            w.id.to_lowercase(),
+            v.slug
         )
     }
 
     fn measure(&mut self, w: &Workload, v: &Variant, round: u32, pool: &Path) -> RunRecord {
         let peer = self.peers[v.peer].clone();
         let name = self.name(w, v, round);
+        let startup = if w.is_produce() {
+            Startup::Produce
+        } else if peer.java_tool(v.java) {
+            Startup::ConsumeTool
+        } else {
+            Startup::Consume
+        };
         let mut rec = RunRecord {
             workload: w.id.into(),
             variant: v.label.clone(),
             client: Some(peer.client),
             round,
-            startup_cpu_s: self.startup.get(&(peer.client, w.is_produce())).copied(),
+            startup_cpu_s: self.startup.get(&(peer.client, startup)).copied(),
             ..RunRecord::default()
         };
         let result = match &w.kind {
@@ -613,7 +653,9 @@ impl Harness {
                 pool,
                 &mut rec,
             ),
-            Kind::Consume { group } => self.measure_consume(&peer, w, &name, *group, v, &mut rec),
+            Kind::Consume { source, group } => {
+                self.measure_consume(&peer, w, &name, *source, *group, v, pool, &mut rec)
+            }
         };
         match result {
             Ok(()) => rec.ok = true,
@@ -643,412 +685,14 @@ impl Harness {
         rec.lat = res.lat;
         rec.commit = res.commit;
         rec.txns = res.txns;
+        rec.member_records = res.member_records.clone();
         rec.wall_s = out.wall_s;
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn measure_produce(
-        &mut self,
-        peer: &Peer,
-        w: &Workload,
-        topic: &str,
-        compression: workloads::Compression,
-        rate: Option<u64>,
-        txn_records: Option<u64>,
-        v: &Variant,
-        pool: &Path,
-        rec: &mut RunRecord,
-    ) -> Result<(), String> {
-        self.admin.create_topic(topic, PARTITIONS)?;
-        let java_txn_ms = match self.java_w1_rps {
-            Some(r) if r > 0.0 => {
-                ((txn_records.unwrap_or(10_000) as f64 / r) * 1000.0).ceil() as u64
-            }
-            _ => 100,
-        };
-        let cmd = peer.produce_cmd(&ProduceSpec {
-            bootstrap: &self.broker.bootstrap,
-            topic,
-            records: w.records,
-            payload_file: pool,
-            compression: compression.name(),
-            rate,
-            txn: txn_records.map(|k| (format!("{topic}-txn"), k)),
-            java_txn_ms,
-            extra: &v.extra,
-        });
-        rec.cmd = cmd.display();
-        let timeout = match rate {
-            Some(r) => Duration::from_secs(w.records / r.max(1) + 120),
-            None => self.timeout,
-        };
-        let result = self
-            .spawn(&cmd, topic, timeout)
-            .and_then(|(out, broker, load1)| {
-                if !out.success() {
-                    return Err(out.failure());
-                }
-                let res = peer.parse(true, &out)?;
-                Self::fill_record(rec, &out, &res, broker, load1);
-                // Java's tool prints no byte count: every record is one pool line.
-                rec.bytes = if res.bytes > 0 {
-                    res.bytes
-                } else {
-                    res.records * w.value_bytes as u64
-                };
-                self.verify_produce(peer, w, topic, txn_records.is_some(), &res, rec)
-            });
-        rec.log_bytes = self.admin.log_bytes(topic);
-        if peer.client == Client::Java && txn_records.is_some() {
-            self.notes.push(format!(
-                "Java W4 commits by time (`--transaction-duration-ms {java_txn_ms}`, ≈10,000 records at its W1-none rate)"
-            ));
-        }
-        self.admin.delete_topic(topic);
-        result
-    }
-
-    fn verify_produce(
-        &self,
-        peer: &Peer,
-        w: &Workload,
-        topic: &str,
-        txn: bool,
-        res: &PeerResult,
-        rec: &mut RunRecord,
-    ) -> Result<(), String> {
-        if res.records != w.records || res.errors > 0 {
-            return Err(format!(
-                "{} of {} records acknowledged, {} errors {}",
-                res.records, w.records, res.errors, res.error
-            ));
-        }
-        let marks = self.admin.watermarks(topic, PARTITIONS)?;
-        let total: i64 = marks.iter().map(|m| m.latest - m.earliest).sum();
-        if txn {
-            let markers = total - w.records as i64;
-            if markers < 1 {
-                return Err(format!(
-                    "transactional topic holds {total} offsets for {} records: no commit marker",
-                    w.records
-                ));
-            }
-            rec.markers = Some(markers as u64);
-            // Read it back read_committed with another client: exactly the records, in order.
-            // (Java's ConsumerPerformance, the last resort, checks the count only.)
-            let verifier = [Client::FranzGo, Client::Rdkafka, Client::Java]
-                .iter()
-                .find_map(|c| self.peers.iter().find(|p| p.client == *c))
-                .ok_or("no consumer to read the transactional topic back")?;
-            let cmd = verifier.consume_cmd(&ConsumeSpec {
-                bootstrap: &self.broker.bootstrap,
-                topic,
-                records: w.records,
-                partitions: PARTITIONS,
-                group: (!verifier.can_assign()).then(|| format!("{topic}-verify")),
-                read_committed: true,
-                value_bytes: w.value_bytes,
-                extra: &[],
-            });
-            let (out, _, _) = self.spawn(&cmd, &format!("{topic}-verify"), self.timeout)?;
-            if !out.success() {
-                return Err(format!(
-                    "read_committed read-back failed: {}",
-                    out.failure()
-                ));
-            }
-            let back = verifier.parse(false, &out)?;
-            let backwards: u64 = back.partitions.iter().map(|p| p.backwards).sum();
-            if back.records != w.records || back.errors > 0 || back.bad_values > 0 || backwards > 0
-            {
-                return Err(format!(
-                    "read_committed read-back ({}): {} records of {}, {} errors, {} bad values, {} out of order {}",
-                    verifier.client.name(),
-                    back.records,
-                    w.records,
-                    back.errors,
-                    back.bad_values,
-                    backwards,
-                    back.error
-                ));
-            }
-            return Ok(());
-        }
-        if total != w.records as i64 {
-            return Err(format!(
-                "the topic holds {total} records, {} were acknowledged",
-                w.records
-            ));
-        }
-        for p in &res.partitions {
-            let m = marks
-                .get(p.partition as usize)
-                .ok_or(format!("ack for unknown partition {}", p.partition))?;
-            if p.count as i64 != m.latest - m.earliest || p.last != m.latest - 1 {
-                return Err(format!(
-                    "partition {}: {} acks up to offset {}, the log holds {}..{}",
-                    p.partition, p.count, p.last, m.earliest, m.latest
-                ));
-            }
-        }
-        let _ = peer;
-        Ok(())
-    }
-
-    fn measure_consume(
-        &mut self,
-        peer: &Peer,
-        w: &Workload,
-        name: &str,
-        group: bool,
-        v: &Variant,
-        rec: &mut RunRecord,
-    ) -> Result<(), String> {
-        let (topic, n, marks) = self.source.clone().ok_or("no consume topic")?;
-        let group_id = group.then(|| name.to_string());
-        let cmd = peer.consume_cmd(&ConsumeSpec {
-            bootstrap: &self.broker.bootstrap,
-            topic: &topic,
-            records: n,
-            partitions: PARTITIONS,
-            group: group_id.clone(),
-            read_committed: false,
-            value_bytes: w.value_bytes,
-            extra: &v.extra,
-        });
-        rec.cmd = cmd.display();
-        let (out, broker, load1) = self.spawn(&cmd, name, self.timeout)?;
-        if !out.success() {
-            return Err(out.failure());
-        }
-        let res = peer.parse(false, &out)?;
-        Self::fill_record(rec, &out, &res, broker, load1);
-        rec.bytes = res.bytes;
-        if res.records != n || res.errors > 0 || res.bad_values > 0 {
-            return Err(format!(
-                "read {} of {n} records, {} errors, {} bad values {}",
-                res.records, res.errors, res.bad_values, res.error
-            ));
-        }
-        let want_bytes = n * w.value_bytes as u64;
-        if peer.can_assign() {
-            if res.bytes != want_bytes {
-                return Err(format!(
-                    "read {} value bytes, expected {want_bytes}",
-                    res.bytes
-                ));
-            }
-            for (p, m) in marks.iter().enumerate() {
-                let got = res.partitions.iter().find(|r| r.partition == p as i32);
-                let expect = (m.latest - m.earliest) as u64;
-                let ok = match got {
-                    None => expect == 0,
-                    Some(r) => {
-                        r.count == expect
-                            && r.first == m.earliest
-                            && r.last == m.latest - 1
-                            && r.backwards == 0
-                            && r.gaps == 0
-                    }
-                };
-                if !ok {
-                    return Err(format!(
-                        "partition {p}: read {got:?}, the log holds {}..{}",
-                        m.earliest, m.latest
-                    ));
-                }
-            }
-        } else {
-            // ConsumerPerformance prints MiB with 4 decimals: ±53 bytes.
-            if res.bytes.abs_diff(want_bytes) > 110 {
-                return Err(format!(
-                    "read {} value bytes, expected {want_bytes}",
-                    res.bytes
-                ));
-            }
-            rec.bytes = want_bytes;
-        }
-        if let Some(g) = &group_id {
-            let committed = self.admin.committed(g, &topic, PARTITIONS)?;
-            for (p, (c, m)) in committed.iter().zip(&marks).enumerate() {
-                if m.latest > m.earliest && *c != Some(m.latest) {
-                    return Err(format!(
-                        "group {g} partition {p}: committed {c:?}, log end {}",
-                        m.latest
-                    ));
-                }
-            }
-        }
-        Ok(())
     }
 
     fn cleanup(&mut self) {
         self.admin.delete_topic(&self.startup_topic);
-        if let Some((t, _, _)) = &self.source {
-            self.admin.delete_topic(t);
+        for s in self.sources.values() {
+            self.admin.delete_topic(&s.topic);
         }
     }
-
-    /// Writes results.md / results.jsonl (and prints the report unless `partial`); true if
-    /// every run verified.
-    fn write_report(&self, mode: &str, partial: bool) -> bool {
-        let n = &self.neighbourhood;
-        let load = self.load_start;
-        let took = self.t_start.elapsed();
-        let mut keys: Vec<(String, String)> = Vec::new();
-        for r in &self.records {
-            let k = (r.workload.clone(), r.variant.clone());
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-        let rows: Vec<Summary> = keys
-            .iter()
-            .map(|(w, v)| {
-                let runs: Vec<&RunRecord> = self
-                    .records
-                    .iter()
-                    .filter(|r| &r.workload == w && &r.variant == v)
-                    .collect();
-                Summary::of(&runs)
-            })
-            .collect();
-        let all_ok = self.records.iter().all(|r| r.ok);
-        let mut md = String::new();
-        md.push_str(&format!(
-            "## End-to-end run ({mode} mode, {} round(s), {:.0} s{})\n\n",
-            self.opts.rounds,
-            took.as_secs_f64(),
-            if partial {
-                ", PARTIAL: still running or interrupted"
-            } else {
-                ""
-            }
-        ));
-        md.push_str(&format!(
-            "Machine: {} × {}, {}; load average at start {:.2} / {:.2} / {:.2}. Broker on core {BROKER_CORE}, client on core {CLIENT_CORE}{}.\n\n",
-            std::thread::available_parallelism().map_or(0, |n| n.get()),
-            cpu_model(),
-            mem_total(),
-            load.0,
-            load.1,
-            load.2,
-            if self.pin.is_some() { "" } else { " (NOT pinned)" }
-        ));
-        md.push_str("Clients:\n\n");
-        let mut notes: Vec<&String> = Vec::new();
-        for n in &self.notes {
-            if !notes.contains(&n) {
-                notes.push(n);
-            }
-        }
-        for n in notes {
-            md.push_str(&format!("- {n}\n"));
-        }
-        let start: Vec<String> = self
-            .startup
-            .iter()
-            .map(|((c, p), v)| {
-                format!(
-                    "{} {} {v:.2} s",
-                    c.name(),
-                    if *p { "produce" } else { "consume" }
-                )
-            })
-            .collect();
-        md.push_str(&format!(
-            "- start-up CPU (min of the 1-record runs), subtracted for \"net\": {}\n\n",
-            if start.is_empty() {
-                "none".into()
-            } else {
-                start.join(", ")
-            }
-        ));
-        md.push_str("Workloads (6 partitions, RF 1, fresh topic per produce run, acks=all on every producer):\n\n");
-        for w in workloads::all(self.opts.quick) {
-            if rows.iter().any(|r| r.workload == w.id) {
-                md.push_str(&format!(
-                    "- {}: {} × {} B — {}\n",
-                    w.id, w.records, w.value_bytes, w.title
-                ));
-            }
-        }
-        md.push('\n');
-        md.push_str(&report::table(&rows));
-        md.push_str("\nRatios (same run):\n\n");
-        md.push_str(&report::ratios(&rows));
-        md.push_str("\nNeighbourhood (same run):\n\n");
-        md.push_str(&format!(
-            "- loopback TCP, one connection, 256 KiB writes, sender on the client core, receiver on the broker core: {} over {} MiB\n",
-            n.loopback_gbps.map_or("not measured".into(), |g| format!("**{g:.2} GB/s**")),
-            n.loopback_bytes >> 20
-        ));
-        let mut wl: Vec<&str> = rows.iter().map(|r| r.workload.as_str()).collect();
-        wl.dedup();
-        for w in wl {
-            let best = rows
-                .iter()
-                .filter(|r| r.workload == w)
-                .filter_map(|r| r.broker_ceiling.map(|c| (c, r)))
-                .max_by(|a, b| a.0.total_cmp(&b.0));
-            if let Some((c, r)) = best {
-                md.push_str(&format!(
-                    "- {w}: broker ceiling ≈ {:.0}k rec/s on its core (records per broker CPU-second, best: {}); peak MB/s measured {} vs loopback {}\n",
-                    c / 1000.0,
-                    r.variant,
-                    rows.iter().filter(|r| r.workload == w).filter_map(|r| r.mbps).fold(0.0, f64::max).round(),
-                    n.loopback_gbps.map_or("–".into(), |g| format!("{:.0} MB/s", g * 1000.0))
-                ));
-            }
-        }
-        md.push_str(&format!(
-            "\nVerification: {} of {} runs verified{}.\n",
-            self.records.iter().filter(|r| r.ok).count(),
-            self.records.len(),
-            if all_ok { "" } else { " — FAILURES above" }
-        ));
-        let mut jsonl = String::new();
-        for r in &self.records {
-            jsonl.push_str(&r.to_json().to_string());
-            jsonl.push('\n');
-        }
-        for s in &rows {
-            jsonl.push_str(&s.to_json().to_string());
-            jsonl.push('\n');
-        }
-        let _ = std::fs::write(self.out.join("results.md"), &md);
-        let _ = std::fs::write(self.out.join("results.jsonl"), &jsonl);
-        if partial {
-            return all_ok;
-        }
-        println!("{md}");
-        eprintln!(
-            "e2e: wrote {} and {}",
-            self.out.join("results.md").display(),
-            self.out.join("results.jsonl").display()
-        );
-        all_ok
-    }
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
-fn mem_total() -> String {
-    std::fs::read_to_string("/proc/meminfo")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or("? GiB".into(), |kib| {
-            format!("{:.0} GiB RAM", kib / 1_048_576.0)
-        })
 }

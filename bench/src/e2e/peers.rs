@@ -1,19 +1,20 @@
 //! The clients under test. Each one is a program the runner builds from registry
 //! packages and runs once per measurement:
 //!
-//! - **contract peers** (rust-rdkafka, franz-go, and ours: producer only so far, no
-//!   consumer and no transactions) follow `bench/peers/README.md`: `PROGRAM produce|consume --key value ...`,
-//!   one JSON result line on stdout;
+//! - **contract peers** (rust-rdkafka, franz-go, ours) follow `bench/peers/README.md`:
+//!   `PROGRAM produce|consume --key value ...`, one JSON result line on stdout;
 //! - **Java** is Kafka's own `ProducerPerformance` / `ConsumerPerformance` from the jars
-//!   the rig fetches, run through `tests/broker/rig tool`; their text output is parsed.
+//!   the rig fetches, run through `tests/broker/rig tool` (their text output is parsed),
+//!   plus our contract peer `bench/peers/java/ConsumePeer.java` on `KafkaConsumer` for
+//!   the consumes the tool cannot do (assign, several members), compiled here with
+//!   `javac` against the same jars and run the same way.
 //!
 //! A peer that cannot be built is skipped with its reason, never silently.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
-
+use super::peer_output::{parse_contract, parse_java_consume, parse_java_produce};
 use super::proc::{Cmd, Outcome};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -55,8 +56,29 @@ enum Program {
         path: PathBuf,
         env: Vec<(String, String)>,
     },
-    /// Kafka's perf tools through `rig tool`.
-    JavaTools { rig: PathBuf, rig_dir: PathBuf },
+    /// Kafka's perf tools through `rig tool`, and our consume peer when it compiled.
+    JavaTools {
+        rig: PathBuf,
+        rig_dir: PathBuf,
+        peer: Option<JavaPeer>,
+    },
+}
+
+/// `ConsumePeer` compiled against the rig's jars.
+#[derive(Debug, Clone)]
+struct JavaPeer {
+    /// The rig's Kafka jar directory.
+    lib: PathBuf,
+    classes: PathBuf,
+}
+
+/// Which of Java's consume programs a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JavaConsume {
+    /// Kafka's `ConsumerPerformance` (one member, always subscribes).
+    Tool,
+    /// Our `ConsumePeer` on `KafkaConsumer`.
+    Peer,
 }
 
 /// A built client.
@@ -209,12 +231,24 @@ pub(crate) fn build(client: Client, ctx: &BuildCtx) -> Result<Peer, String> {
             let mut c = Command::new(&rig);
             c.arg("fetch").env("RIG_DIR", &ctx.rig_dir);
             run_logged(c, &ctx.log_dir.join("build-java.log"))?;
+            let peer = build_java_peer(ctx, &rig);
+            let how = match &peer {
+                Ok(_) => concat!(
+                    "rig fetch (Kafka's jars), tools run with `rig tool`; ",
+                    "javac bench/peers/java/ConsumePeer.java against them"
+                ),
+                Err(_) => "rig fetch (Kafka's jars), tools run with `rig tool`",
+            };
+            if let Err(e) = &peer {
+                eprintln!("e2e:   java: no ConsumePeer ({e}): Java runs the tools only");
+            }
             (
                 Program::JavaTools {
                     rig,
                     rig_dir: ctx.rig_dir.clone(),
+                    peer: peer.ok(),
                 },
-                "rig fetch (Kafka's jars), tools run with `rig tool`",
+                how,
             )
         }
     };
@@ -225,14 +259,21 @@ pub(crate) fn build(client: Client, ctx: &BuildCtx) -> Result<Peer, String> {
             c
         })
         .ok_or_else(|| format!("{} version failed", path.display()))?,
-        Program::JavaTools { .. } => {
+        Program::JavaTools { peer, .. } => {
             let java = first_line({
                 let mut c = Command::new(std::env::var("JAVA").unwrap_or_else(|_| "java".into()));
                 c.arg("-version");
                 c
             })
             .unwrap_or_else(|| "java ?".into());
-            format!("Kafka 4.3.1 ProducerPerformance/ConsumerPerformance on {java}")
+            format!(
+                "Kafka 4.3.1 ProducerPerformance/ConsumerPerformance{} on {java}",
+                if peer.is_some() {
+                    " + ConsumePeer (KafkaConsumer)"
+                } else {
+                    ""
+                }
+            )
         }
     };
     Ok(Peer {
@@ -241,6 +282,42 @@ pub(crate) fn build(client: Client, ctx: &BuildCtx) -> Result<Peer, String> {
         build_note: format!("{how}; {:.0} s", t0.elapsed().as_secs_f64()),
         program,
     })
+}
+
+/// The rig's Kafka jar directory, as the rig itself puts it on the tool classpath
+/// (`java -cp LIB/* -XshowSettings:properties -version` prints the expanded path).
+fn rig_lib(rig: &Path, rig_dir: &Path) -> Result<PathBuf, String> {
+    let out = Command::new(rig)
+        .args(["tool", "-XshowSettings:properties", "-version"])
+        .env("RIG_DIR", rig_dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("rig tool: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let jar = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("java.class.path = "))
+        .ok_or("the rig's java printed no java.class.path")?;
+    Path::new(jar.trim())
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("unexpected class path {jar}"))
+}
+
+/// Compiles `bench/peers/java/ConsumePeer.java` into `target/e2e-peers/java`.
+fn build_java_peer(ctx: &BuildCtx, rig: &Path) -> Result<JavaPeer, String> {
+    let lib = rig_lib(rig, &ctx.rig_dir)?;
+    let classes = ctx.target.join("e2e-peers/java");
+    std::fs::create_dir_all(&classes).map_err(|e| e.to_string())?;
+    let javac = std::env::var("JAVAC").unwrap_or_else(|_| "javac".into());
+    let mut c = Command::new(javac);
+    c.arg("-cp")
+        .arg(format!("{}/*", lib.display()))
+        .arg("-d")
+        .arg(&classes)
+        .arg(ctx.repo.join("bench/peers/java/ConsumePeer.java"));
+    run_logged(c, &ctx.log_dir.join("build-java-peer.log"))?;
+    Ok(JavaPeer { lib, classes })
 }
 
 /// One produce run's parameters.
@@ -265,6 +342,8 @@ pub(crate) struct ConsumeSpec<'a> {
     pub(crate) records: u64,
     pub(crate) partitions: i32,
     pub(crate) group: Option<String>,
+    /// Group members in the one client process (`--members`; 1 without a group).
+    pub(crate) members: u32,
     pub(crate) read_committed: bool,
     pub(crate) value_bytes: usize,
     pub(crate) extra: &'a [(String, String)],
@@ -281,6 +360,9 @@ pub(crate) struct PartResult {
     pub(crate) last: i64,
     pub(crate) backwards: u64,
     pub(crate) gaps: u64,
+    /// Consume: the runs of consecutive offsets the members read, `[first, last]`
+    /// (empty when the peer reports none).
+    pub(crate) runs: Vec<(i64, i64)>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -307,6 +389,8 @@ pub(crate) struct PeerResult {
     /// Transactional produce: commit call (flush + EndTxn) to its result, in ms.
     pub(crate) commit: Option<Latency>,
     pub(crate) partitions: Vec<PartResult>,
+    /// Consume: records each member read (one entry per consumer in the process).
+    pub(crate) member_records: Vec<u64>,
     pub(crate) bad_values: u64,
     pub(crate) error: String,
 }
@@ -319,15 +403,28 @@ impl Peer {
                 c.env.extend(env.iter().cloned());
                 c
             }
-            Program::JavaTools { rig, rig_dir } => {
-                let class = if op == "produce" {
-                    "org.apache.kafka.tools.ProducerPerformance"
-                } else {
-                    "org.apache.kafka.tools.ConsumerPerformance"
+            Program::JavaTools { rig, rig_dir, peer } => {
+                let rig_tool = |args: &[String]| {
+                    let mut c = Cmd::new([rig.display().to_string(), "tool".into()]);
+                    c.argv.extend(args.iter().cloned());
+                    c.env("RIG_DIR", rig_dir.display().to_string())
+                        .env("RIG_TOOL_JAVA_OPTS", JAVA_TOOL_OPTS)
                 };
-                Cmd::new([rig.display().to_string(), "tool".into(), class.into()])
-                    .env("RIG_DIR", rig_dir.display().to_string())
-                    .env("RIG_TOOL_JAVA_OPTS", JAVA_TOOL_OPTS)
+                match (op, peer) {
+                    ("produce", _) => {
+                        rig_tool(&["org.apache.kafka.tools.ProducerPerformance".into()])
+                    }
+                    (_, None) | ("consume-tool", _) => {
+                        rig_tool(&["org.apache.kafka.tools.ConsumerPerformance".into()])
+                    }
+                    // The rig's `-cp LIB/*` comes first; a later `-cp` replaces it.
+                    (_, Some(p)) => rig_tool(&[
+                        "-cp".into(),
+                        format!("{}/*:{}", p.lib.display(), p.classes.display()),
+                        "ConsumePeer".into(),
+                        "consume".into(),
+                    ]),
+                }
             }
         }
     }
@@ -414,34 +511,21 @@ impl Peer {
         c
     }
 
-    pub(crate) fn consume_cmd(&self, s: &ConsumeSpec<'_>) -> Cmd {
-        let mut c = self.base("consume");
+    /// `java` picks Java's program (the tool when it has no peer); others ignore it.
+    pub(crate) fn consume_cmd(&self, s: &ConsumeSpec<'_>, java: JavaConsume) -> Cmd {
+        let tool = self.java_tool(java);
+        let mut c = self.base(if tool { "consume-tool" } else { "consume" });
         let isolation = if s.read_committed {
             "read_committed"
         } else {
             "read_uncommitted"
         };
         match &self.program {
+            Program::JavaTools { .. } if !tool => {
+                c = contract_consume_args(c, s, isolation);
+            }
             Program::Contract { .. } => {
-                c = c
-                    .arg("--bootstrap")
-                    .arg(s.bootstrap)
-                    .arg("--topic")
-                    .arg(s.topic)
-                    .arg("--records")
-                    .arg(s.records.to_string())
-                    .arg("--partitions")
-                    .arg(s.partitions.to_string())
-                    .arg("--isolation")
-                    .arg(isolation)
-                    .arg("--value-bytes")
-                    .arg(s.value_bytes.to_string());
-                if let Some(g) = &s.group {
-                    c = c.arg("--group").arg(g);
-                }
-                for (k, v) in s.extra {
-                    c = c.arg("--set").arg(format!("{k}={v}"));
-                }
+                c = contract_consume_args(c, s, isolation);
             }
             Program::JavaTools { .. } => {
                 // ConsumerPerformance always subscribes; without a group name it makes one up.
@@ -476,238 +560,64 @@ impl Peer {
         c
     }
 
-    /// Whether this client can run `group == false` consumes (partition assignment).
+    /// Whether this client follows the consume contract (assign, `--members`, per-partition
+    /// offsets): every contract peer, and Java through `ConsumePeer`.
     pub(crate) fn can_assign(&self) -> bool {
-        !matches!(self.program, Program::JavaTools { .. })
+        match &self.program {
+            Program::Contract { .. } => true,
+            Program::JavaTools { peer, .. } => peer.is_some(),
+        }
     }
 
-    /// Reads the client's own report of a run.
-    pub(crate) fn parse(&self, produce: bool, out: &Outcome) -> Result<PeerResult, String> {
+    /// Whether a consume with `java` runs Kafka's `ConsumerPerformance`.
+    pub(crate) fn java_tool(&self, java: JavaConsume) -> bool {
+        match &self.program {
+            Program::Contract { .. } => false,
+            Program::JavaTools { peer, .. } => java == JavaConsume::Tool || peer.is_none(),
+        }
+    }
+
+    /// Reads the client's own report of a run (`java` as given to `consume_cmd`).
+    pub(crate) fn parse(
+        &self,
+        produce: bool,
+        java: JavaConsume,
+        out: &Outcome,
+    ) -> Result<PeerResult, String> {
         match &self.program {
             Program::Contract { .. } => parse_contract(&out.stdout),
             Program::JavaTools { .. } if produce => parse_java_produce(&out.stdout, &out.stderr),
-            Program::JavaTools { .. } => parse_java_consume(&out.stdout, &out.stderr),
+            Program::JavaTools { .. } if self.java_tool(java) => {
+                parse_java_consume(&out.stdout, &out.stderr)
+            }
+            Program::JavaTools { .. } => parse_contract(&out.stdout),
         }
     }
 }
 
-fn parse_contract(stdout: &str) -> Result<PeerResult, String> {
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with('{'))
-        .ok_or("no JSON result line on stdout")?;
-    let v: Value = serde_json::from_str(line).map_err(|e| format!("bad JSON result line: {e}"))?;
-    let u = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let f = |k: &str| v.get(k).and_then(Value::as_f64);
-    let latency = |key: &str| {
-        v.get(key).filter(|l| l.is_object()).map(|l| {
-            let g = |k: &str| l.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-            Latency {
-                p50: g("p50"),
-                p99: g("p99"),
-                p999: g("p999"),
-                max: g("max"),
-            }
-        })
-    };
-    let lat = latency("lat_ms");
-    let commit = latency("commit_ms");
-    let partitions = v
-        .get("partitions")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|p| {
-                    let i = |k: &str, d: i64| p.get(k).and_then(Value::as_i64).unwrap_or(d);
-                    PartResult {
-                        partition: i("p", -1) as i32,
-                        count: i("count", 0).max(0) as u64,
-                        first: i("first", -1),
-                        last: i("last", -1),
-                        backwards: i("backwards", 0).max(0) as u64,
-                        gaps: i("gaps", 0).max(0) as u64,
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(PeerResult {
-        records: u("records"),
-        bytes: u("bytes"),
-        errors: u("errors"),
-        elapsed_s: f("elapsed_s").unwrap_or(0.0),
-        first_s: f("first_s"),
-        steady_rps: f("steady_rps").filter(|r| *r > 0.0),
-        txns: v.get("txns").and_then(Value::as_u64),
-        lat,
-        commit,
-        partitions,
-        bad_values: u("bad_values"),
-        error: v
-            .get("error")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-    })
-}
-
-/// The leading number of each ", "-separated segment of a ProducerPerformance summary line.
-fn java_numbers(line: &str) -> Vec<f64> {
-    line.split(", ")
-        .filter_map(|seg| seg.split_whitespace().next())
-        .filter_map(|t| t.trim_end_matches('.').parse().ok())
-        .collect()
-}
-
-/// Java's stack traces of failed sends (its callback prints them) and other exceptions.
-fn java_errors(stderr: &str) -> (u64, String) {
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| {
-            !l.starts_with('\t')
-                && !l.starts_with('[')
-                && (l.contains("Exception") || l.contains("Error:"))
-        })
-        .collect();
-    (
-        lines.len() as u64,
-        lines.first().map(|s| s.to_string()).unwrap_or_default(),
-    )
-}
-
-fn parse_java_produce(stdout: &str, stderr: &str) -> Result<PeerResult, String> {
-    let summary = |steady: bool| {
-        stdout
-            .lines()
-            .filter(|l| l.contains(" records sent, ") && l.contains(" 99.9th"))
-            .find(|l| l.contains("steady state") == steady)
-    };
-    let total = summary(false).ok_or("no ProducerPerformance summary line")?;
-    let n = java_numbers(total);
-    // count, rec/s (the MB/s in brackets has no segment of its own), avg, max, p50, p95, p99, p99.9
-    if n.len() < 8 {
-        return Err(format!("cannot read the summary line: {total}"));
+/// The contract's consume arguments (`bench/peers/README.md`).
+fn contract_consume_args(c: Cmd, s: &ConsumeSpec<'_>, isolation: &str) -> Cmd {
+    let mut c = c
+        .arg("--bootstrap")
+        .arg(s.bootstrap)
+        .arg("--topic")
+        .arg(s.topic)
+        .arg("--records")
+        .arg(s.records.to_string())
+        .arg("--partitions")
+        .arg(s.partitions.to_string())
+        .arg("--isolation")
+        .arg(isolation)
+        .arg("--value-bytes")
+        .arg(s.value_bytes.to_string());
+    if let Some(g) = &s.group {
+        c = c.arg("--group").arg(g);
+        if s.members > 1 {
+            c = c.arg("--members").arg(s.members.to_string());
+        }
     }
-    let records = n[0] as u64;
-    let rps = n[1];
-    let steady = summary(true)
-        .map(java_numbers)
-        .and_then(|s| s.get(1).copied());
-    let (errors, error) = java_errors(stderr);
-    Ok(PeerResult {
-        records,
-        bytes: 0,
-        errors,
-        elapsed_s: if rps > 0.0 { records as f64 / rps } else { 0.0 },
-        first_s: None,
-        steady_rps: steady,
-        txns: None,
-        lat: Some(Latency {
-            p50: n[4],
-            p99: n[6],
-            p999: n[7],
-            max: n[3],
-        }),
-        commit: None,
-        partitions: Vec::new(),
-        bad_values: 0,
-        error,
-    })
-}
-
-fn parse_java_consume(stdout: &str, stderr: &str) -> Result<PeerResult, String> {
-    if let Some(w) = stdout
-        .lines()
-        .find(|l| l.starts_with("WARNING: Exiting before"))
-    {
-        return Err(w.to_string());
+    for (k, v) in s.extra {
+        c = c.arg("--set").arg(format!("{k}={v}"));
     }
-    // start, end, MB (2^20), MB/s, nMsg, nMsg/s, rebalance ms, fetch ms, fetch MB/s, fetch nMsg/s
-    let row = stdout
-        .lines()
-        .map(|l| l.split(", ").collect::<Vec<_>>())
-        .find(|f| f.len() == 10 && f[4].parse::<u64>().is_ok())
-        .ok_or("no ConsumerPerformance result line")?;
-    let num = |i: usize| row[i].trim().parse::<f64>().unwrap_or(0.0);
-    let records = num(4) as u64;
-    let (errors, error) = java_errors(stderr);
-    Ok(PeerResult {
-        records,
-        bytes: (num(2) * 1_048_576.0).round() as u64,
-        errors,
-        elapsed_s: if num(5) > 0.0 {
-            records as f64 / num(5)
-        } else {
-            0.0
-        },
-        first_s: Some(num(6) / 1000.0),
-        steady_rps: Some(num(9)).filter(|r| *r > 0.0),
-        txns: None,
-        lat: None,
-        commit: None,
-        partitions: Vec::new(),
-        bad_values: 0,
-        error,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_producer_performance_summaries() {
-        let out = "Reading payloads from: /x\nNumber of messages read: 1000\n\
-200000 records sent, 153846.153846 records/sec (14.67 MB/sec), 120.52 ms avg latency, 560.00 ms max latency, 97 ms 50th, 380 ms 95th, 520 ms 99th, 555 ms 99.9th.\n\
-180000 steady state records sent, 171428.571429 records/sec (16.35 MB/sec), 100.00 ms avg latency, 400.00 ms max latency, 90 ms 50th, 300 ms 95th, 390 ms 99th, 399 ms 99.9th.\n";
-        let r = parse_java_produce(out, "").unwrap();
-        assert_eq!(r.records, 200_000);
-        assert!((r.elapsed_s - 1.3).abs() < 1e-6);
-        assert_eq!(r.steady_rps, Some(171_428.571_429));
-        let l = r.lat.unwrap();
-        assert_eq!((l.p50, l.p99, l.p999, l.max), (97.0, 520.0, 555.0, 560.0));
-    }
-
-    #[test]
-    fn reads_consumer_performance_rows() {
-        let out = "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec\n\
-2026-12-01 10:00:00:000, 2026-12-01 10:00:02:000, 19.0735, 9.5367, 200000, 100000.0000, 3005, -1005, -18.9786, -199004.9751\n";
-        let r = parse_java_consume(out, "").unwrap();
-        assert_eq!(r.records, 200_000);
-        assert!(r.bytes.abs_diff(20_000_000) < 60);
-        assert!((r.elapsed_s - 2.0).abs() < 1e-9);
-        assert_eq!(r.steady_rps, None);
-        assert!(parse_java_consume(
-            "WARNING: Exiting before consuming the expected number of messages",
-            ""
-        )
-        .is_err());
-    }
-
-    #[test]
-    fn reads_contract_lines() {
-        let out = "noise\n{\"peer\":\"x\",\"op\":\"consume\",\"records\":10,\"bytes\":1000,\"errors\":0,\"elapsed_s\":0.5,\
-\"first_s\":0.1,\"steady_rps\":22.5,\"bad_values\":0,\"partitions\":[{\"p\":0,\"count\":10,\"first\":0,\"last\":9,\"backwards\":0,\"gaps\":0}],\"error\":\"\"}\n";
-        let r = parse_contract(out).unwrap();
-        assert_eq!(
-            (r.records, r.bytes, r.partitions.len(), r.partitions[0].last),
-            (10, 1000, 1, 9)
-        );
-        assert_eq!(r.steady_rps, Some(22.5));
-        assert!(r.lat.is_none());
-        assert!(r.commit.is_none());
-    }
-
-    #[test]
-    fn reads_commit_latency_of_transactional_produces() {
-        let out = "{\"peer\":\"x\",\"op\":\"produce\",\"records\":20,\"bytes\":2000,\"errors\":0,\"elapsed_s\":0.5,\
-\"first_s\":0.1,\"steady_rps\":40.0,\"txns\":2,\"lat_ms\":null,\"commit_ms\":{\"n\":2,\"p50\":7.5,\"p99\":9.25,\"p999\":9.25,\"max\":9.25},\
-\"partitions\":[{\"p\":0,\"count\":20,\"last\":21}],\"error\":\"\"}";
-        let r = parse_contract(out).unwrap();
-        assert_eq!(r.txns, Some(2));
-        assert!(r.lat.is_none());
-        let c = r.commit.expect("commit_ms");
-        assert_eq!((c.p50, c.p99, c.max), (7.5, 9.25, 9.25));
-    }
+    c
 }

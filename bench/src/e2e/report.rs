@@ -32,6 +32,8 @@ pub(crate) struct RunRecord {
     pub(crate) txns: Option<u64>,
     pub(crate) markers: Option<u64>,
     pub(crate) log_bytes: Option<u64>,
+    /// Group consumes: records each member read.
+    pub(crate) member_records: Vec<u64>,
     pub(crate) wall_s: f64,
     pub(crate) cmd: String,
 }
@@ -71,6 +73,12 @@ impl RunRecord {
         }
     }
     /// Records the broker handles per CPU-second: its ceiling on one core.
+    /// With several members: the share of the records the busiest member read.
+    pub(crate) fn top_member_share(&self) -> Option<f64> {
+        let total: u64 = self.member_records.iter().sum();
+        (self.member_records.len() > 1 && total > 0)
+            .then(|| *self.member_records.iter().max().unwrap_or(&0) as f64 / total as f64)
+    }
     pub(crate) fn broker_ceiling_rps(&self) -> Option<f64> {
         self.broker_cpu_s
             .filter(|b| *b > 0.0)
@@ -107,6 +115,7 @@ impl RunRecord {
             "txns": self.txns,
             "txn_markers": self.markers,
             "log_bytes": self.log_bytes,
+            "member_records": self.member_records,
             "process_wall_s": self.wall_s,
             "command": self.cmd,
         })
@@ -166,6 +175,8 @@ pub(crate) struct Summary {
     pub(crate) txns: Option<f64>,
     pub(crate) markers: Option<f64>,
     pub(crate) log_bytes_per_record: Option<f64>,
+    /// The busiest member's share of the records, least and most over the rounds.
+    pub(crate) top_member_share: Option<(f64, f64)>,
 }
 
 impl Summary {
@@ -186,6 +197,7 @@ impl Summary {
         };
         let lat = latency(&|r| r.lat);
         let commit = latency(&|r| r.commit);
+        let shares: Vec<f64> = ok.iter().filter_map(|r| r.top_member_share()).collect();
         let first = runs[0];
         Summary {
             workload: first.workload.clone(),
@@ -221,6 +233,7 @@ impl Summary {
                     .filter(|_| r.records > 0)
                     .map(|b| b as f64 / r.records as f64)
             }),
+            top_member_share: min_max(&shares),
         }
     }
 
@@ -263,6 +276,8 @@ impl Summary {
             "txns_median": self.txns,
             "txn_markers_median": self.markers,
             "log_bytes_per_record_median": self.log_bytes_per_record,
+            "top_member_share_min": self.top_member_share.map(|s| s.0),
+            "top_member_share_max": self.top_member_share.map(|s| s.1),
         })
     }
 }
@@ -308,6 +323,13 @@ pub(crate) fn table(rows: &[Summary]) -> String {
         }
         if let Some(b) = r.log_bytes_per_record {
             more.push(format!("log {b:.1} B/rec"));
+        }
+        if let Some((lo, hi)) = r.top_member_share {
+            more.push(format!(
+                "busiest member read {:.0}–{:.0} %",
+                lo * 100.0,
+                hi * 100.0
+            ));
         }
         if !r.failures.is_empty() {
             more.push(format!("FAILED: {}", r.failures.join("; ")));
@@ -387,6 +409,54 @@ pub(crate) fn ratios(rows: &[Summary]) -> String {
     s
 }
 
+/// The group workloads (W6…) pivoted: one row per client, one column per workload, each
+/// cell the time to the first record, the rate and the net CPU per GB; empty without
+/// group rows.
+pub(crate) fn groups(rows: &[Summary]) -> String {
+    let mut workloads: Vec<&str> = rows
+        .iter()
+        .map(|r| r.workload.as_str())
+        .filter(|w| *w == "W6" || w.starts_with("W6-"))
+        .collect();
+    workloads.dedup();
+    if workloads.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "| client | {} |\n|---|{}\n",
+        workloads.join(" | "),
+        "---:|".repeat(workloads.len())
+    );
+    let mut variants: Vec<&str> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| workloads.contains(&r.workload.as_str()))
+    {
+        if !variants.contains(&r.variant.as_str()) {
+            variants.push(&r.variant);
+        }
+    }
+    for v in variants {
+        let cells: Vec<String> = workloads
+            .iter()
+            .map(
+                |w| match rows.iter().find(|r| r.workload == *w && r.variant == v) {
+                    Some(r) if r.ok > 0 => format!(
+                        "{} s / {} / {}",
+                        n2(r.first_s),
+                        kilo(r.rps),
+                        n1(r.net_cpu_per_gb)
+                    ),
+                    Some(r) => format!("FAILED {}/{}", r.runs - r.ok, r.runs),
+                    None => "–".into(),
+                },
+            )
+            .collect();
+        s.push_str(&format!("| {v} | {} |\n", cells.join(" | ")));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,6 +487,52 @@ mod tests {
         assert!((s.net_cpu_s.unwrap() - 0.4).abs() < 1e-9);
         assert_eq!(s.bound(), "broker");
         assert!(table(std::slice::from_ref(&s)).contains("| W1 | x | 2/3 |"));
-        assert!(ratios(&[s]).contains("no ours rows"));
+        assert!(ratios(std::slice::from_ref(&s)).contains("no ours rows"));
+        assert_eq!(groups(std::slice::from_ref(&s)), "");
+    }
+
+    #[test]
+    fn group_rows_are_pivoted_by_workload() {
+        let run = |workload: &str, variant: &str, first_s| RunRecord {
+            workload: workload.into(),
+            variant: variant.into(),
+            round: 1,
+            ok: true,
+            records: 2_000_000,
+            bytes: 200_000_000,
+            elapsed_s: 2.0,
+            first_s: Some(first_s),
+            cpu_s: 0.8,
+            ..RunRecord::default()
+        };
+        let rows: Vec<Summary> = [
+            run("W5", "ours", 0.01),
+            run("W6", "ours", 0.1),
+            run("W6", "java (ConsumerPerformance)", 3.0),
+            run("W6-3", "ours", 0.5),
+        ]
+        .iter()
+        .map(|r| Summary::of(&[r]))
+        .collect();
+        let t = groups(&rows);
+        assert!(t.starts_with("| client | W6 | W6-3 |"), "{t}");
+        assert!(
+            t.contains("| ours | 0.10 s / 1000k / 4.0 | 0.50 s / 1000k / 4.0 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| java (ConsumerPerformance) | 3.00 s / 1000k / 4.0 | – |"),
+            "{t}"
+        );
+        // Three members: the report says how evenly they shared the records.
+        let three = |round, split: [u64; 3]| RunRecord {
+            round,
+            member_records: split.to_vec(),
+            ..run("W6-3", "ours", 0.5)
+        };
+        let s = Summary::of(&[&three(1, [50, 30, 20]), &three(2, [100, 0, 0])]);
+        assert_eq!(s.top_member_share, Some((0.5, 1.0)));
+        assert!(table(&[s]).contains("busiest member read 50–100 %"));
+        assert_eq!(run("W6", "ours", 0.1).top_member_share(), None);
     }
 }

@@ -1,7 +1,7 @@
 //! The workloads (PERF-AND-FAULTS.md A4, numbered as in the project's issue 12) and their
 //! sizes in full and quick mode.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Compression {
     None,
     Lz4,
@@ -28,8 +28,35 @@ pub(crate) enum Kind {
         txn_records: Option<u64>,
     },
     Consume {
-        group: bool,
+        /// The codec the source topic was written with.
+        source: Compression,
+        /// `None`: assign every partition (no group).
+        group: Option<Group>,
     },
+}
+
+/// The group protocol of a group consume (`group.protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Classic,
+    /// KIP-848 (`group.protocol=consumer`).
+    Consumer,
+}
+
+impl Protocol {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Protocol::Classic => "classic",
+            Protocol::Consumer => "consumer",
+        }
+    }
+}
+
+/// A group consume: how many members (in one client process) and which protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub(crate) members: u32,
+    pub(crate) protocol: Protocol,
 }
 
 #[derive(Debug, Clone)]
@@ -54,6 +81,14 @@ pub(crate) fn all(quick: bool) -> Vec<Workload> {
         compression,
         rate: None,
         txn_records: None,
+    };
+    let assign = |source| Kind::Consume {
+        source,
+        group: None,
+    };
+    let group = |members, protocol| Kind::Consume {
+        source: Compression::None,
+        group: Some(Group { members, protocol }),
     };
     let (rate, secs) = if quick { (2_000, 2) } else { (10_000, 15) };
     vec![
@@ -112,16 +147,59 @@ pub(crate) fn all(quick: bool) -> Vec<Workload> {
             title: "consume 100 B records from earliest, assign (no group)",
             records: q(2_000_000, 100_000),
             value_bytes: 100,
-            kind: Kind::Consume { group: false },
+            kind: assign(Compression::None),
+        },
+        Workload {
+            id: "W5-lz4",
+            title: "W5 from a topic written with lz4",
+            records: q(2_000_000, 100_000),
+            value_bytes: 100,
+            kind: assign(Compression::Lz4),
+        },
+        Workload {
+            id: "W5-zstd",
+            title: "W5 from a topic written with zstd",
+            records: q(2_000_000, 100_000),
+            value_bytes: 100,
+            kind: assign(Compression::Zstd),
         },
         Workload {
             id: "W6",
-            title: "consume in a consumer group (subscribe), commit at the end",
+            title: "consume in a consumer group of one (subscribe, classic protocol), commit at the end",
             records: q(2_000_000, 100_000),
             value_bytes: 100,
-            kind: Kind::Consume { group: true },
+            kind: group(1, Protocol::Classic),
+        },
+        Workload {
+            id: "W6-3",
+            title: "W6 with three members in one process (classic), each committing on revocation and at the end",
+            records: q(2_000_000, 100_000),
+            value_bytes: 100,
+            kind: group(3, Protocol::Classic),
+        },
+        Workload {
+            id: "W6-848",
+            title: "W6 with the KIP-848 protocol (group.protocol=consumer)",
+            records: q(2_000_000, 100_000),
+            value_bytes: 100,
+            kind: group(1, Protocol::Consumer),
+        },
+        Workload {
+            id: "W6-848-3",
+            title: "W6-3 with the KIP-848 protocol",
+            records: q(2_000_000, 100_000),
+            value_bytes: 100,
+            kind: group(3, Protocol::Consumer),
         },
     ]
+}
+
+/// Quick mode runs Java's `ConsumePeer` (a JVM start, ~5 s here) only where it is the
+/// one Java row and covers a path nothing else does: assign (W5) and several members
+/// with KIP-848 (W6-848-3, the rebalance listener's commits); `ConsumerPerformance`
+/// keeps its one-member group rows. Full mode runs every Java row.
+pub(crate) fn java_peer_in_quick(id: &str) -> bool {
+    matches!(id, "W5" | "W6-848-3")
 }
 
 /// A 7-bit text pool of `lines` JSON-like lines of exactly `len` bytes: every client reads

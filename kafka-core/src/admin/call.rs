@@ -1,20 +1,63 @@
 //! `Call`: one request with retries until a deadline, the building block of operations.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{AdminError, Timeout};
-use crate::client::{OpContext, Operation, RequestId, RequestOptions};
+use crate::client::{Cause, OpContext, Operation, RequestId, RequestOptions};
 use crate::cluster::Route;
 use crate::conn::RequestError;
 use crate::protocol::Request;
 
-/// When an operation gives up.
+/// When an operation gives up, and when it started (failures since then explain a
+/// timeout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Deadline(pub(crate) Instant);
+pub(crate) struct Deadline {
+    /// The instant it gives up.
+    pub(crate) at: Instant,
+    /// Its first poll.
+    pub(crate) start: Instant,
+}
 
 impl Deadline {
     pub(crate) fn passed(&self, cx: &OpContext<'_>) -> bool {
-        cx.now() >= self.0
+        cx.now() >= self.at
+    }
+
+    /// The time limit.
+    pub(crate) fn limit(&self) -> Duration {
+        self.at.saturating_duration_since(self.start)
+    }
+
+    /// The timeout error: `own` (the last failure the caller retried past), else the
+    /// last connection failure since the operation started.
+    pub(crate) fn timed_out(&self, cx: &OpContext<'_>, own: Option<Cause>) -> AdminError {
+        let last_cause = own.or_else(|| cx.last_failure_since(self.start));
+        crate::trace::warn!(
+            after_ms = self.limit().as_millis() as u64,
+            last_cause = %crate::trace::OrNone(&last_cause),
+            "kafka call timed out"
+        );
+        AdminError::Timeout {
+            after: self.limit(),
+            last_cause: last_cause.map(Box::new),
+        }
+    }
+
+    /// The error that ended every waiting call since the operation started (an
+    /// authentication failure, the bootstrap rule): an operation waiting on metadata
+    /// ends with it instead of at the deadline.
+    pub(crate) fn fatal(&self, cx: &OpContext<'_>) -> Option<AdminError> {
+        cx.fatal_since(self.start).map(AdminError::Request)
+    }
+}
+
+/// The better of two causes: the first unless it only says "no route yet" and the
+/// second names a failure.
+pub(crate) fn better_cause(first: Option<Cause>, second: Option<Cause>) -> Option<Cause> {
+    match (first, second) {
+        (Some(a), Some(b)) if a.is_no_route() && !b.is_no_route() => Some(b),
+        (Some(a), _) => Some(a),
+        (None, b) => b,
     }
 }
 
@@ -39,6 +82,8 @@ pub(crate) struct Call<R: Request> {
     attempts: u32,
     /// Resend after a retriable failure (else the failure is the outcome).
     resend: bool,
+    /// The last failure retried past (for a timeout's message).
+    last_cause: Option<Cause>,
 }
 
 impl<R> Call<R>
@@ -55,6 +100,7 @@ where
             retry_at: None,
             attempts: 0,
             resend: true,
+            last_cause: None,
         }
     }
 
@@ -86,15 +132,18 @@ where
                     if !self.resend || !retriable(&e) || deadline.passed(cx) {
                         return Some(Err(e.into()));
                     }
-                    self.retry(cx);
+                    self.retry_because(cx, Cause::from(e));
                 }
             }
         }
         if deadline.passed(cx) {
-            if let Some(id) = self.id.take() {
+            let pending = self.id.take().and_then(|id| {
+                let cause = cx.cause_of(id);
                 cx.discard(id);
-            }
-            return Some(Err(AdminError::Timeout));
+                cause
+            });
+            let own = better_cause(pending, self.last_cause.take());
+            return Some(Err(deadline.timed_out(cx, own)));
         }
         if self.id.is_none() {
             match self.retry_at {
@@ -117,25 +166,35 @@ where
         None
     }
 
-    /// Like [`poll`](Self::poll), but sends again after the backoff while the response is
-    /// `retriable` (a retriable whole-response error code) and the deadline has not passed.
+    /// Like [`poll`](Self::poll), but sends again after the backoff while `retriable`
+    /// names a cause in the response (a retriable whole-response error code) and the
+    /// deadline has not passed.
     pub(crate) fn poll_retrying(
         &mut self,
         cx: &mut OpContext<'_>,
         deadline: Deadline,
-        retriable: impl Fn(&R::Response) -> bool,
+        retriable: impl Fn(&R::Response) -> Option<Cause>,
     ) -> Option<Result<R::Response, AdminError>> {
         loop {
             let resp = match self.poll(cx, deadline)? {
                 Ok(resp) => resp,
                 Err(e) => return Some(Err(e)),
             };
-            if retriable(&resp) && !deadline.passed(cx) {
-                self.retry(cx);
-                continue;
+            match retriable(&resp) {
+                Some(cause) if !deadline.passed(cx) => {
+                    self.retry_because(cx, cause);
+                    continue;
+                }
+                _ => return Some(Ok(resp)),
             }
-            return Some(Ok(resp));
         }
+    }
+
+    /// [`retry`](Self::retry), remembering why (a timeout during the backoff names it).
+    pub(crate) fn retry_because(&mut self, cx: &mut OpContext<'_>, cause: Cause) {
+        crate::trace::debug!(attempt = self.attempts + 1, %cause, "kafka call retried");
+        self.last_cause = Some(cause);
+        self.retry(cx);
     }
 
     /// Sends again after the retry backoff (for a retriable error inside the response).

@@ -1,14 +1,17 @@
-//! Config operations: describe, alter and incremental-alter configs of topics and brokers.
+//! Config operations: describe, alter and incremental-alter configs of topics and brokers;
+//! list config resources (`resources`).
 //!
 //! A broker's own configs (and loggers) are only known to that broker, so requests about
 //! them go to it (`Route::Broker(id)`); the other resources go together to any broker.
 
+mod resources;
 mod routed;
 mod types;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub use self::resources::ListConfigResources;
 use self::routed::{ConfigApi, Routed};
 pub use self::types::{
     AlterConfigOp, AlterOpType, ConfigEntry, ConfigResource, ConfigResourceType, ConfigSource,
@@ -387,6 +390,10 @@ macro_rules! __admin_methods_configs {
             fn incremental_alter_configs(resources: impl IntoIterator<Item = ($crate::admin::ConfigResource, Vec<$crate::admin::AlterConfigOp>)>)
                 -> ::std::collections::BTreeMap<$crate::admin::ConfigResource, Result<(), $crate::admin::AdminError>>
                 = $crate::admin::IncrementalAlterConfigs::new(resources);
+            /// Lists the config resources of every type (topics, brokers, groups, client
+            /// metrics, ...); see [`ListConfigResources`](kafka_core::admin::ListConfigResources).
+            fn list_config_resources() -> Vec<$crate::admin::ConfigResource>
+                = $crate::admin::ListConfigResources::new();
         );
     };
 }

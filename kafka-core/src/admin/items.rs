@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{AdminError, Call, Deadline};
-use crate::client::OpContext;
+use crate::client::{Cause, OpContext};
 use crate::cluster::Route;
 use crate::protocol::{KafkaCode, Request};
 
@@ -30,6 +30,8 @@ pub(crate) struct Batch<'a, K, V> {
     pub(crate) results: &'a mut ItemResults<K, V>,
     /// Whether the deadline has passed (no retry any more).
     pub(crate) expired: bool,
+    /// Why items are sent again (the last retriable code), for a timeout's message.
+    pub(crate) cause: &'a mut Option<Cause>,
 }
 
 /// The retry machinery of a batch operation: the call, the items still in flight and
@@ -111,10 +113,12 @@ where
                     return Some(Ok(self.finish()));
                 }
             };
+            let mut cause = None;
             let batch = Batch {
                 pending: &self.pending,
                 results: &mut self.results,
                 expired: deadline.passed(cx),
+                cause: &mut cause,
             };
             let retry = match absorb(batch, resp) {
                 Absorbed::Again => {
@@ -129,11 +133,15 @@ where
                 let gone = answered.iter().filter(|k| !self.pending.contains(k));
                 fill_missing(&mut self.results, gone, self.what);
                 narrow(call.request_mut(), &self.pending);
-                call.retry(cx);
+                match cause {
+                    Some(cause) => call.retry_because(cx, cause),
+                    None => call.retry(cx),
+                }
                 continue;
             }
             for key in retry {
-                self.results.insert(key, Err(AdminError::Timeout));
+                self.results
+                    .insert(key, Err(deadline.timed_out(cx, cause.clone())));
             }
             return Some(Ok(self.finish()));
         }
@@ -149,10 +157,12 @@ where
         absorb: impl FnOnce(Batch<'_, K, V>, R::Response) -> Absorbed<K>,
     ) -> (Absorbed<K>, ItemResults<K, V>) {
         self.pending = pending;
+        let mut cause = None;
         let batch = Batch {
             pending: &self.pending,
             results: &mut self.results,
             expired: false,
+            cause: &mut cause,
         };
         let absorbed = absorb(batch, resp);
         (absorbed, self.finish())
@@ -202,7 +212,9 @@ impl<K: Ord + Clone, V> Batch<'_, K, V> {
         }
         let mut retry = Vec::new();
         for (key, answer) in self.pending.iter().zip(answers) {
-            if KafkaCode(code(&answer)).is_retriable() && !self.expired {
+            let c = code(&answer);
+            if KafkaCode(c).is_retriable() && !self.expired {
+                *self.cause = Some(Cause::code(c, None));
                 retry.push(key.clone());
             } else {
                 self.results.insert(key.clone(), result(answer));

@@ -38,7 +38,7 @@ pub use security::*;
 pub use topics::*;
 pub use txns::*;
 
-pub use crate::client::{OpContext, Operation};
+pub use crate::client::{Cause, OpContext, Operation};
 use crate::conn::RequestError;
 use crate::protocol::KafkaCode;
 
@@ -57,15 +57,35 @@ pub enum AdminError {
     /// The request failed (connection, unsupported version, no route).
     #[error(transparent)]
     Request(#[from] RequestError),
-    /// The operation's deadline passed before this item finished.
-    #[error("timed out")]
-    Timeout,
+    /// The operation's deadline passed before this item finished; `last_cause` is the
+    /// last failure the client retried past for it (a refused connection, a TLS or
+    /// protocol failure, a retriable error code...), if any.
+    #[error("{}", timeout_text(*after, last_cause.as_deref()))]
+    Timeout {
+        /// The operation's time limit (`default.api.timeout.ms` or its `timeout`).
+        after: Duration,
+        /// Why it was still retrying.
+        last_cause: Option<Box<Cause>>,
+    },
     /// The arguments cannot be sent (e.g. an empty list where the broker needs one).
     #[error("invalid argument: {0}")]
     Invalid(String),
     /// The broker's answer does not fit the request (e.g. an item is missing from it).
     #[error("unexpected response: {0}")]
     Protocol(String),
+}
+
+/// "timed out after 60 s; last cause: connection to 127.0.0.1:9 refused".
+fn timeout_text(after: Duration, cause: Option<&Cause>) -> String {
+    let after = if after.subsec_millis() == 0 {
+        format!("{} s", after.as_secs())
+    } else {
+        format!("{} ms", after.as_millis())
+    };
+    match cause {
+        Some(c) => format!("timed out after {after}; last cause: {c}"),
+        None => format!("timed out after {after}"),
+    }
 }
 
 /// `NAME (code): broker message`, or the code's own description without a message.
@@ -95,6 +115,18 @@ impl AdminError {
         }
     }
 
+    /// This error as the cause of a retry (a code or a failed request).
+    pub(crate) fn as_cause(&self) -> Option<Cause> {
+        match self {
+            AdminError::Kafka { code, message } => Some(Cause::Kafka {
+                code: *code,
+                message: message.clone(),
+            }),
+            AdminError::Request(e) => Some(Cause::from(e)),
+            _ => None,
+        }
+    }
+
     /// The Kafka error code, if the broker sent one.
     pub fn code(&self) -> Option<KafkaCode> {
         match self {
@@ -108,7 +140,7 @@ impl AdminError {
         match self {
             AdminError::Kafka { code, .. } => code.is_retriable(),
             AdminError::Request(e) => call::retriable(e),
-            AdminError::Timeout => true,
+            AdminError::Timeout { .. } => true,
             AdminError::Invalid(_) | AdminError::Protocol(_) => false,
         }
     }
@@ -165,14 +197,15 @@ impl Timeout {
 
     /// The deadline, fixed on first use; also asks to be woken then.
     pub(crate) fn deadline(&mut self, cx: &mut OpContext<'_>) -> Deadline {
-        let at = *self.at.get_or_insert_with(|| {
-            cx.now()
-                + self
-                    .limit
-                    .unwrap_or(cx.config().common().default_api_timeout)
-        });
+        let limit = self
+            .limit
+            .unwrap_or(cx.config().common().default_api_timeout);
+        let at = *self.at.get_or_insert_with(|| cx.now() + limit);
         cx.wake_at(at);
-        Deadline(at)
+        Deadline {
+            at,
+            start: at.checked_sub(limit).unwrap_or(at),
+        }
     }
 
     /// The limit as a broker-side `timeout_ms` (for requests that carry one).

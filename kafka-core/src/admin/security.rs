@@ -65,7 +65,12 @@ where
         cx: &mut OpContext<'_>,
     ) -> Option<Result<R::Response, AdminError>> {
         let deadline = self.timeout.deadline(cx);
-        let retriable = |r: &R::Response| KafkaCode(r.top_level_error().0).is_retriable();
+        let retriable = |r: &R::Response| {
+            let (code, message) = r.top_level_error();
+            KafkaCode(code)
+                .is_retriable()
+                .then(|| crate::client::Cause::code(code, message))
+        };
         let resp = match self.call.poll_retrying(cx, deadline, retriable)? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),

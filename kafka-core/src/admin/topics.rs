@@ -7,6 +7,7 @@ use super::{
     Absorbed, AclOperation, AdminError, Batch, Call, ItemResults, Items, OpContext, Operation,
     Timeout,
 };
+use crate::client::Cause;
 use crate::cluster::Route;
 use crate::protocol::messages::create_topics::request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
@@ -293,7 +294,11 @@ impl Operation for DescribeCluster {
             .call
             .request_mut()
             .include_cluster_authorized_operations;
-        let retriable = |r: &DescribeClusterResponse| KafkaCode(r.error_code).is_retriable();
+        let retriable = |r: &DescribeClusterResponse| {
+            KafkaCode(r.error_code)
+                .is_retriable()
+                .then(|| Cause::code(r.error_code, r.error_message.as_deref()))
+        };
         let resp = match self.call.poll_retrying(cx, deadline, retriable)? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),

@@ -1,5 +1,11 @@
 //! Producer and transaction operations: describe producers, describe and list
-//! transactions.
+//! transactions, abort a hanging transaction (`abort`), fence producers (`fence`).
+
+mod abort;
+mod fence;
+
+pub use abort::{AbortTransaction, AbortTransactionSpec};
+pub use fence::{FenceProducers, ProducerIdAndEpoch};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -403,6 +409,15 @@ macro_rules! __admin_methods_txns {
             /// Lists transactions on every broker; see [`ListTransactions`](kafka_core::admin::ListTransactions).
             fn list_transactions() -> $crate::admin::TransactionListings
                 = $crate::admin::ListTransactions::new();
+            /// Aborts a hanging transaction on one partition; see
+            /// [`AbortTransaction`](kafka_core::admin::AbortTransaction).
+            fn abort_transaction(spec: $crate::admin::AbortTransactionSpec) -> ()
+                = $crate::admin::AbortTransaction::new(spec);
+            /// Fences the producers of transactional ids (per-id results); see
+            /// [`FenceProducers`](kafka_core::admin::FenceProducers).
+            fn fence_producers(transactional_ids: impl IntoIterator<Item = impl Into<String>>)
+                -> ::std::collections::BTreeMap<String, Result<$crate::admin::ProducerIdAndEpoch, $crate::admin::AdminError>>
+                = $crate::admin::FenceProducers::new(transactional_ids);
         );
     };
 }

@@ -22,8 +22,8 @@
 //! let id = client.send(Instant::now(), Route::Any, MetadataRequest::default());
 //! loop {
 //!     while let Some(cmd) = client.poll_io() {
-//!         if let IoCommand::Connect { conn, host, port } = cmd {
-//!             open_socket(&host, port);
+//!         if let IoCommand::Connect { conn, host, port, .. } = cmd {
+//!             open_socket(&host, port); // within the command's `setup_timeout`
 //!             client.handle_connected(Instant::now(), conn);
 //!         }
 //!     }
@@ -43,7 +43,10 @@
 //! }
 //! ```
 
+mod cause;
 mod erased;
+mod failures;
+mod observe;
 mod ops;
 mod router;
 mod timers;
@@ -59,12 +62,15 @@ use crate::cluster::{Backoff, Lane, Metadata, Route};
 use crate::config::{ClientConfig, SecurityProtocol};
 use crate::conn::sasl::SaslCredentials;
 use crate::conn::{
-    Auth, ConnConfig, ConnError, Connection, CredentialSource, RequestError, Shape, Token,
+    Auth, ConnConfig, ConnError, Connection, CredentialSource, RequestError, Shape, SocketError,
+    Token,
 };
 use crate::protocol::Request;
 
+pub use cause::Cause;
 use erased::{ErasedRequest, Shared};
 pub use erased::{RequestId, ResponseReady};
+pub use failures::BOOTSTRAP_VIOLATIONS;
 pub use ops::{Notice, OpContext, OpId, OpRef, Operation};
 use timers::{Timer, Timers};
 
@@ -85,6 +91,12 @@ pub enum IoCommand {
         host: String,
         /// Port.
         port: u16,
+        /// How long this attempt may take to connect (each resolved address in turn gets
+        /// this long): `socket.connection.setup.timeout.ms`, doubled per consecutive
+        /// failed attempt to this node up to `socket.connection.setup.timeout.max.ms`,
+        /// with ±20% jitter, as Java's `ClusterConnectionStates`. The core uses the same
+        /// value for the connection's own setup (TLS, negotiation, SASL) once connected.
+        setup_timeout: Duration,
     },
     /// Close the socket; no more calls for this id are expected.
     Close {
@@ -193,8 +205,13 @@ enum Phase {
 struct Slot {
     node: i32,
     host: String,
+    port: u16,
     lane: Lane,
     phase: Phase,
+    /// This attempt's connection setup timeout (see [`IoCommand::Connect`]).
+    setup_timeout: Duration,
+    /// The connection got ready (a later failure is not a failed setup).
+    was_ready: bool,
     /// Requests routed here before the socket connected.
     waiting: Vec<(Token, Shared, Shape)>,
 }
@@ -213,6 +230,10 @@ struct Pending {
     /// In its route's parked queue, waiting for metadata or a coordinator.
     parked: bool,
     owner: Owner,
+    /// When it was submitted (connection failures since then may explain its wait).
+    since: Instant,
+    /// The last failure the router retried past for it (or why it waits for a route).
+    last_cause: Option<Cause>,
 }
 
 impl Pending {
@@ -236,6 +257,18 @@ pub struct Client {
     slots: BTreeMap<ConnId, Slot>,
     by_node: HashMap<(i32, Lane), ConnId>,
     node_failures: HashMap<i32, (u32, Instant)>,
+    /// Consecutive connection attempts per node that failed before getting ready (the
+    /// setup timeout doubles with each); cleared when one gets ready or a ready one closes.
+    setup_failures: HashMap<i32, u32>,
+    /// The last connection failure (not idle closes), and when: the cause of a call that
+    /// waits for metadata or a coordinator.
+    last_failure: Option<(Instant, Cause)>,
+    /// When a failure last ended the calls waiting for a route (a fatal cause or the
+    /// bootstrap rule), and why: machines that wait on metadata end with it.
+    last_fatal: Option<(Instant, RequestError)>,
+    /// Protocol violations in a row per bootstrap address (node < 0) since the last
+    /// connection that got ready (the bootstrap rule, see `router::BOOTSTRAP_VIOLATIONS`).
+    bootstrap_violations: BTreeMap<i32, u32>,
     pending: BTreeMap<u64, Pending>,
     by_token: HashMap<Token, u64>,
     done: HashMap<u64, Result<Box<dyn std::any::Any + Send>, RequestError>>,
@@ -245,6 +278,9 @@ pub struct Client {
     next_conn: u64,
     reconnect: Backoff,
     retry: Backoff,
+    /// The per-attempt connection setup timeout, grown by `node_failures` (see
+    /// [`IoCommand::Connect`]).
+    setup: Backoff,
     metadata_due: Option<Instant>,
     metadata_in_flight: bool,
     /// Topics to keep in metadata, with when a request last routed to them (they expire
@@ -355,6 +391,11 @@ impl Client {
                 c.retry_backoff_max,
                 jitter_seed.rotate_left(17),
             ),
+            setup: Backoff::new(
+                c.socket_connection_setup_timeout,
+                c.socket_connection_setup_timeout_max,
+                jitter_seed.rotate_left(41),
+            ),
             config,
             conn_config,
             seed,
@@ -364,6 +405,10 @@ impl Client {
             slots: BTreeMap::new(),
             by_node: HashMap::new(),
             node_failures: HashMap::new(),
+            setup_failures: HashMap::new(),
+            last_failure: None,
+            last_fatal: None,
+            bootstrap_violations: BTreeMap::new(),
             pending: BTreeMap::new(),
             by_token: HashMap::new(),
             done: HashMap::new(),
@@ -642,6 +687,17 @@ impl Client {
             .and_then(|t| t.finalized_feature(name))
     }
 
+    /// What broker `node` advertised in ApiVersions, from an open connection to it.
+    pub(crate) fn broker_versions(&self, node: i32) -> Option<&crate::conn::ApiVersionTable> {
+        self.slots
+            .values()
+            .filter(|s| s.node == node)
+            .find_map(|s| match &s.phase {
+                Phase::Open(c) => c.api_versions(),
+                Phase::Connecting => None,
+            })
+    }
+
     /// The next socket operation.
     pub fn poll_io(&mut self) -> Option<IoCommand> {
         if let (false, Some(now)) = (self.lookups_wanted.is_empty(), self.last_now) {
@@ -675,6 +731,7 @@ impl Client {
         if !matches!(slot.phase, Phase::Connecting) {
             return;
         }
+        crate::trace::debug!(node = slot.node, addr = %format_args!("{}:{}", slot.host, slot.port), "kafka socket connected");
         let auth = self.auth_for(conn);
         let mut c = match self.open_connection(now, conn, auth) {
             Ok(c) => c,
@@ -719,22 +776,24 @@ impl Client {
         }
     }
 
-    /// The socket for `conn` failed to connect, or closed.
-    pub fn handle_closed(&mut self, now: Instant, conn: ConnId, cause: &str) {
-        self.handle_closed_inner(now, conn, cause);
+    /// The socket for `conn` failed to connect, or closed; `cause` says why (typed:
+    /// refused, resolve failure, reset...; a plain string becomes [`SocketError::Io`]).
+    pub fn handle_closed(&mut self, now: Instant, conn: ConnId, cause: impl Into<SocketError>) {
+        self.handle_closed_inner(now, conn, cause.into());
         self.run_ops(now);
     }
 
-    fn handle_closed_inner(&mut self, now: Instant, conn: ConnId, cause: &str) {
+    fn handle_closed_inner(&mut self, now: Instant, conn: ConnId, cause: SocketError) {
         self.last_now = Some(now);
         let Some(slot) = self.slots.get_mut(&conn) else {
             return;
         };
+        let addr = format!("{}:{}", slot.host, slot.port);
         match &mut slot.phase {
-            Phase::Open(c) => c.handle_closed(cause),
+            Phase::Open(c) => c.handle_closed(&addr, cause),
             Phase::Connecting => {
                 let waiting: Vec<Token> = slot.waiting.drain(..).map(|(t, _, _)| t).collect();
-                let error = ConnError::Closed(cause.to_string());
+                let error = ConnError::Socket { addr, error: cause };
                 self.connection_failed(now, conn, error.clone());
                 for token in waiting {
                     self.request_failed(now, token, RequestError::Connection(error.clone()), false);
@@ -745,7 +804,9 @@ impl Client {
         self.drain(now, conn);
     }
 
-    /// Appends the bytes to write on `conn`; returns how many.
+    /// Appends the bytes to write on `conn`; returns how many. Pass an empty buffer with
+    /// capacity (one whose bytes were written) to have the connection's buffer swapped
+    /// into it instead of copied.
     pub fn poll_transmit(&mut self, _now: Instant, conn: ConnId, out: &mut Vec<u8>) -> usize {
         match self.slots.get_mut(&conn) {
             Some(Slot {
@@ -818,20 +879,29 @@ impl Client {
                 .unwrap_or_default();
             let time = crate::conn::tls::UnixTime::since_unix_epoch(self.wall_clock);
             let session = crate::conn::tls::TlsSession::new(tls, &host, time)
-                .map_err(|e| ConnError::Tls(e.to_string()))?;
-            return Ok(Box::new(Connection::with_tls(
-                now,
-                self.conn_config.clone(),
-                auth,
-                session,
-            )));
+                .map_err(|e| ConnError::Tls(e.into()))?;
+            let mut c = Connection::with_tls(now, self.conn_config.clone(), auth, session);
+            c.set_setup_timeout(now, self.setup_timeout_of(conn));
+            return Ok(Box::new(c));
         }
-        let _ = conn;
-        Ok(Box::new(Connection::new(
-            now,
-            self.conn_config.clone(),
-            auth,
-        )))
+        let mut c = Connection::new(now, self.conn_config.clone(), auth);
+        c.set_setup_timeout(now, self.setup_timeout_of(conn));
+        Ok(Box::new(c))
+    }
+
+    /// The setup timeout of `conn`'s connection attempt.
+    fn setup_timeout_of(&self, conn: ConnId) -> Duration {
+        self.slots
+            .get(&conn)
+            .map_or(self.conn_config.setup_timeout, |s| s.setup_timeout)
+    }
+
+    /// The setup timeout for a new connection attempt to `node`: the initial one at first
+    /// and after a connection got ready, doubled per consecutive attempt that failed before
+    /// getting ready, capped at the max, jittered ±20% (Java's `ClusterConnectionStates`).
+    pub(crate) fn next_setup_timeout(&mut self, node: i32) -> Duration {
+        let failures = self.setup_failures.get(&node).copied().unwrap_or(0);
+        self.setup.delay(failures)
     }
 
     fn auth_for(&self, conn: ConnId) -> Option<Auth> {
@@ -894,6 +964,8 @@ impl Client {
             retry_at: None,
             parked: false,
             owner,
+            since: now,
+            last_cause: None,
         };
         self.pending.insert(id, pending);
         self.route(now, id);
@@ -931,7 +1003,27 @@ impl Client {
         self.by_node.remove(&(slot.node, slot.lane));
         self.awaiting_token.remove(&conn);
         self.io.push_back(IoCommand::Close { conn });
+        if matches!(error, ConnError::Idle) {
+            crate::trace::debug!(
+                node = slot.node,
+                addr = %format_args!("{}:{}", slot.host, slot.port),
+                "kafka idle connection closed"
+            );
+        } else {
+            crate::trace::warn!(
+                node = slot.node,
+                addr = %format_args!("{}:{}", slot.host, slot.port),
+                ready = slot.was_ready,
+                cause = %error,
+                "kafka connection failed"
+            );
+        }
         if !matches!(error, ConnError::Idle) {
+            if slot.was_ready {
+                self.setup_failures.remove(&slot.node);
+            } else {
+                *self.setup_failures.entry(slot.node).or_default() += 1;
+            }
             let failures = self.node_failures.get(&slot.node).map_or(0, |f| f.0 + 1);
             let until = now + self.reconnect.delay(failures);
             self.node_failures.insert(slot.node, (failures, until));
@@ -950,8 +1042,9 @@ impl Client {
             });
             self.events.push_back(Event::ConnectionFailed {
                 node: slot.node,
-                error,
+                error: error.clone(),
             });
+            self.failure_seen(now, slot.node, error);
         }
         self.timers.set(Timer::Conn(conn), None);
     }

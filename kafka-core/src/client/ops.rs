@@ -187,6 +187,29 @@ impl OpContext<'_> {
         self.client.done.contains_key(&id.raw)
     }
 
+    /// Why one of this machine's requests is still pending (the last failure the router
+    /// retried past, a connection failure since it was sent, or why it waits for a
+    /// route); `None` once it finished or when nothing went wrong yet.
+    pub fn cause_of<R>(&self, id: RequestId<R>) -> Option<super::Cause> {
+        if !self.owned.contains(&id.raw) {
+            return None;
+        }
+        self.client.request_cause(id.raw)
+    }
+
+    /// The last connection failure at or after `since` (for a machine that waits on
+    /// metadata rather than on a request of its own).
+    pub fn last_failure_since(&self, since: Instant) -> Option<super::Cause> {
+        self.client.last_failure_since(since)
+    }
+
+    /// The error that ended every waiting call (a fatal connection failure such as an
+    /// authentication failure, or the bootstrap rule) at or after `since`: a machine that
+    /// waits on metadata should end with it too.
+    pub fn fatal_since(&self, since: Instant) -> Option<RequestError> {
+        self.client.fatal_since(since)
+    }
+
     /// Gives up on a request: withdrawn if not yet written, else its response is dropped.
     pub fn discard<R>(&mut self, id: RequestId<R>) {
         if self.owned.remove(&id.raw) {
@@ -262,6 +285,18 @@ impl OpContext<'_> {
     /// `None` if no connection is open or the feature is not finalized.
     pub fn finalized_feature(&self, name: &str) -> Option<i16> {
         self.client.finalized_feature(name)
+    }
+
+    /// Whether broker `node` is known to support `api` at `version` or newer: `None` when
+    /// no connection to it is open (its versions are unknown).
+    pub fn broker_supports(
+        &self,
+        node: i32,
+        api: crate::protocol::ApiKey,
+        version: i16,
+    ) -> Option<bool> {
+        let table = self.client.broker_versions(node)?;
+        Some(table.broker_range(api).is_some_and(|r| r.max >= version))
     }
 
     /// The retry backoff for the `attempt`-th retry (exponential with jitter, from
@@ -351,6 +386,8 @@ pub(super) struct OpSlot {
     owned: HashSet<u64>,
     /// An [`Event::Notify`] is out and not yet answered by a command.
     notified: bool,
+    /// Everything the machine does while polled or commanded runs in it.
+    span: crate::trace::OpSpan,
 }
 
 /// Polls per `run_ops` call before the rest waits for the next call (a machine that
@@ -361,7 +398,7 @@ impl Client {
     /// Starts a machine; its output is kept until [`Client::take_op_output`] once
     /// [`Event::OperationDone`] names it.
     pub fn start_op<O: Operation>(&mut self, now: Instant, op: O) -> OpId<O> {
-        let raw = self.insert_op(now, Box::new(Kept(op)));
+        let raw = self.insert_op(now, Box::new(Kept(op)), std::any::type_name::<O>());
         OpId {
             raw,
             _output: PhantomData,
@@ -379,7 +416,7 @@ impl Client {
             op,
             done: Some(done),
         };
-        let raw = self.insert_op(now, Box::new(op));
+        let raw = self.insert_op(now, Box::new(op), std::any::type_name::<O>());
         OpId {
             raw,
             _output: PhantomData,
@@ -421,7 +458,7 @@ impl Client {
                 owned: &mut slot.owned,
             };
             cx.client.polling_op = Some(id.raw);
-            let out = f(machine, &mut cx);
+            let out = slot.span.in_scope(|| f(machine, &mut cx));
             let (wake, notify) = (cx.wake, cx.notify);
             self.polling_op = None;
             if let Some(at) = wake {
@@ -452,7 +489,7 @@ impl Client {
         self.ops.len()
     }
 
-    fn insert_op(&mut self, now: Instant, op: Box<dyn ErasedOp>) -> u64 {
+    fn insert_op(&mut self, now: Instant, op: Box<dyn ErasedOp>, name: &'static str) -> u64 {
         let raw = self.next_request_id();
         self.last_now = Some(now);
         self.ops.insert(
@@ -461,6 +498,7 @@ impl Client {
                 op,
                 owned: HashSet::new(),
                 notified: false,
+                span: crate::trace::OpSpan::new(raw, name),
             },
         );
         self.ready_ops.insert(raw);
@@ -507,7 +545,7 @@ impl Client {
                 owned: &mut slot.owned,
             };
             cx.client.polling_op = Some(raw);
-            let finished = slot.op.poll(&mut cx);
+            let finished = slot.span.in_scope(|| slot.op.poll(&mut cx));
             let (wake, notify) = (cx.wake, cx.notify);
             self.polling_op = None;
             match finished {

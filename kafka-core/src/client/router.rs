@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use super::erased::CoordinatorLookup;
 use super::timers::Timer;
-use super::{Client, ConnId, Event, IoCommand, Notice, Owner, Phase, RequestOptions, Slot};
+use super::{Cause, Client, ConnId, Event, IoCommand, Notice, Owner, Phase, RequestOptions, Slot};
 use crate::cluster::{Lane, Route};
-use crate::conn::{Completion, ConnState, RequestError, Token};
+use crate::config::SecurityProtocol;
+use crate::conn::{Completion, ConnState, Connection, RequestError, Token};
 use crate::protocol::messages::find_coordinator::FindCoordinatorResponse;
 use crate::protocol::messages::metadata::request::MetadataRequestTopic;
 use crate::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
@@ -84,6 +85,9 @@ impl Client {
                 if p.give_up_at.is_some_and(|t| t <= now) {
                     self.finish(id, Err(RequestError::NoRoute(reason)));
                     return;
+                }
+                if p.last_cause.as_ref().is_none_or(Cause::is_no_route) {
+                    p.last_cause = Some(Cause::Request(RequestError::NoRoute(reason)));
                 }
                 let give_up = *p.give_up_at.get_or_insert(now + wait);
                 p.retry_at = None;
@@ -235,6 +239,8 @@ impl Client {
                     retry_at: Some(at),
                     parked: false,
                     owner,
+                    since: now,
+                    last_cause: None,
                 };
                 self.pending.insert(id, pending);
                 self.timers.set(Timer::Parked(id), Some(at));
@@ -277,7 +283,7 @@ impl Client {
         if let Some(&c) = self.by_node.get(&(node, lane)) {
             return Some(c);
         }
-        let (host, port) = if node < 0 {
+        let (host, port): (String, u16) = if node < 0 {
             self.bootstrap.get((-node - 1) as usize).cloned()?
         } else if let Some(b) = self.metadata.broker(node) {
             (b.host.clone(), b.port)
@@ -286,18 +292,33 @@ impl Client {
         };
         let conn = ConnId(self.next_conn);
         self.next_conn += 1;
+        let setup_timeout = self.next_setup_timeout(node);
         self.slots.insert(
             conn,
             Slot {
                 node,
                 host: host.clone(),
+                port,
                 lane,
                 phase: Phase::Connecting,
+                setup_timeout,
+                was_ready: false,
                 waiting: Vec::new(),
             },
         );
         self.by_node.insert((node, lane), conn);
-        self.io.push_back(IoCommand::Connect { conn, host, port });
+        crate::trace::debug!(
+            node,
+            addr = %format_args!("{host}:{port}"),
+            setup_timeout_ms = setup_timeout.as_millis() as u64,
+            "kafka connecting"
+        );
+        self.io.push_back(IoCommand::Connect {
+            conn,
+            host,
+            port,
+            setup_timeout,
+        });
         Some(conn)
     }
 
@@ -337,8 +358,9 @@ impl Client {
         if let Some(Slot {
             phase: Phase::Open(c),
             node,
+            was_ready,
             ..
-        }) = self.slots.get(&conn)
+        }) = self.slots.get_mut(&conn)
         {
             match c.state() {
                 ConnState::Failed(e) => {
@@ -347,7 +369,14 @@ impl Client {
                     return;
                 }
                 ConnState::Ready => {
+                    if !*was_ready {
+                        connection_ready(*node, c, self.config.security());
+                    }
+                    *was_ready = true;
                     self.node_failures.remove(node);
+                    self.setup_failures.remove(node);
+                    // The bootstrap rule counts violations with no ready connection.
+                    self.bootstrap_violations.clear();
                 }
                 ConnState::Setup => {
                     if c.needs_credentials() && !self.awaiting_token.contains(&conn) {
@@ -381,12 +410,23 @@ impl Client {
         let decoded = match p.request.0.decode(frame, version) {
             Ok(d) => d,
             Err(source) => {
+                // A body that does not decode is remote misbehaviour: the connection
+                // fails for good (its other requests with it), and this request fails
+                // as one that was written.
                 let e = crate::conn::ConnError::Decode {
                     api,
                     version,
                     source,
                 };
-                self.finish(id, Err(RequestError::Connection(e)));
+                if let Some(Slot {
+                    phase: Phase::Open(c),
+                    ..
+                }) = self.slots.get_mut(&conn)
+                {
+                    c.handle_violation(e.clone());
+                }
+                self.by_token.insert(token, id);
+                self.request_failed(now, token, RequestError::Connection(e), true);
                 return;
             }
         };
@@ -405,7 +445,9 @@ impl Client {
             Some(Internal::Metadata) => {
                 self.metadata_in_flight = false;
                 if let Some(resp) = decoded.value.downcast_ref::<MetadataResponse>() {
+                    let before = super::observe::Before::of(&self.metadata, resp);
                     self.apply_metadata(resp);
+                    before.log_changes(&self.metadata, resp);
                     self.metadata_at = Some(now);
                     // A refresh asked for while this one was in flight (a topic the
                     // request did not name, a leader lost since) may not be answered
@@ -441,6 +483,9 @@ impl Client {
                 if let Some(Route::GroupCoordinator(k) | Route::TxnCoordinator(k)) = &route {
                     if coordinator_moved && self.retry_later(now, id) {
                         self.coordinators.retain(|(_, key), _| key != k);
+                        if let Some(p) = self.pending.get_mut(&id) {
+                            p.last_cause = Some(Cause::code(code.0, None));
+                        }
                         return;
                     }
                 }
@@ -575,6 +620,9 @@ impl Client {
         let api = p.request.0.api_key();
         let connection_error = matches!(&error, RequestError::Connection(e) if e.is_retriable());
         let internal = p.internal().cloned();
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.last_cause = Some(Cause::from(&error));
+        }
         if internal == Some(Internal::Metadata) {
             self.metadata_in_flight = false;
             self.sync_metadata_timer();
@@ -583,6 +631,12 @@ impl Client {
             && (!sent || resend_safe(api) || internal.is_some())
             && self.retry_later(now, id)
         {
+            crate::trace::debug!(
+                ?api,
+                attempt = self.pending.get(&id).map_or(0, |p| p.attempts),
+                cause = %error,
+                "kafka request retried after a connection failure"
+            );
             return;
         }
         if let Some(Internal::FindCoordinator { key_type, keys }) = internal {
@@ -640,5 +694,19 @@ impl Client {
         let owner = Owner::Internal(Internal::Metadata);
         let opts = RequestOptions::default();
         self.submit_as(now, id, Route::Any, Arc::new(req), opts, owner);
+    }
+}
+
+/// Logs a connection that just got ready: the negotiation's summary, and the SASL
+/// mechanism it authenticated with (never a credential).
+#[cfg_attr(not(feature = "tracing"), allow(unused_variables))] // only logged
+fn connection_ready(node: i32, c: &Connection, security: &crate::config::SecurityConfig) {
+    let apis = c.api_versions().map_or(0, |v| v.iter().count());
+    crate::trace::info!(node, apis, "kafka connection ready: versions negotiated");
+    if matches!(
+        security.protocol,
+        SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+    ) {
+        crate::trace::info!(node, mechanism = %security.sasl.mechanism, "kafka connection authenticated");
     }
 }

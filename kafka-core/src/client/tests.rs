@@ -42,7 +42,9 @@ impl Harness {
     fn io(&mut self) {
         while let Some(cmd) = self.client.poll_io() {
             match cmd {
-                IoCommand::Connect { conn, host, port } => self.connecting.push((conn, host, port)),
+                IoCommand::Connect {
+                    conn, host, port, ..
+                } => self.connecting.push((conn, host, port)),
                 IoCommand::Close { conn } => {
                     self.open.remove(&conn);
                 }
@@ -412,7 +414,13 @@ mod operations {
         let deadline = h.now + Duration::from_secs(5);
         assert!(h.client.poll_timeout().is_some_and(|t| t <= deadline));
         h.advance(Duration::from_secs(5));
-        assert_eq!(*done.lock().unwrap(), Some(Err(AdminError::Timeout)));
+        assert_eq!(
+            *done.lock().unwrap(),
+            Some(Err(AdminError::Timeout {
+                after: Duration::from_secs(5),
+                last_cause: None
+            }))
+        );
         assert_eq!(h.client.ops_running(), 0);
         let late = crate::protocol::messages::describe_cluster::DescribeClusterResponse::default();
         h.reply(*conn, seen, &late);
@@ -485,4 +493,6 @@ fn a_refresh_asked_for_while_one_is_in_flight_is_sent_after_it_not_lost() {
     );
 }
 
+mod failures;
 mod machines;
+mod setup_timeout;

@@ -58,6 +58,8 @@ pub struct Metadata {
     cluster_id: Option<String>,
     /// Topics the last answer naming them reported with an error (unknown, unauthorized).
     topic_errors: BTreeMap<String, i16>,
+    /// The generation of the last answer that named each topic (with or without error).
+    named: BTreeMap<String, u64>,
     /// Counts applied answers, so a machine can tell a refresh it asked for arrived.
     generation: u64,
     /// The generation of the last answer that listed every topic (0: none yet).
@@ -90,6 +92,7 @@ impl Metadata {
         }
         for t in &resp.topics {
             let Some(name) = &t.name else { continue };
+            self.named.insert(name.clone(), self.generation);
             if t.error_code == 0 {
                 self.topic_errors.remove(name);
             } else {
@@ -157,17 +160,25 @@ impl Metadata {
     pub fn retain_topics(&mut self, mut keep: impl FnMut(&str) -> bool) {
         self.topics.retain(|name, _| keep(name));
         self.topic_errors.retain(|name, _| keep(name));
+        self.named.retain(|name, _| keep(name));
     }
 
     /// Drops a topic from the cache (it expired from the wanted set).
     pub fn forget_topic(&mut self, name: &str) {
         self.topics.remove(name);
         self.topic_errors.remove(name);
+        self.named.remove(name);
     }
 
     /// The error the last answer naming `topic` reported for it, if any.
     pub fn topic_error(&self, topic: &str) -> Option<i16> {
         self.topic_errors.get(topic).copied()
+    }
+
+    /// The [`Metadata::generation`] of the last answer that named `topic` (so a caller
+    /// can tell an answer after its ask spoke about the topic, not only bumped the count).
+    pub fn topic_generation(&self, topic: &str) -> Option<u64> {
+        self.named.get(topic).copied()
     }
 
     /// How many Metadata answers were applied (grows with every refresh).

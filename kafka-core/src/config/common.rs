@@ -49,9 +49,14 @@ pub struct CommonConfig {
     pub retries: u32,
     /// `connections.max.idle.ms`: close connections idle for longer than this.
     pub connections_max_idle: Duration,
-    /// `socket.connection.setup.timeout.ms`: first limit on establishing a connection.
+    /// `socket.connection.setup.timeout.ms`: the limit on establishing a connection (TCP
+    /// connect per resolved address, then TLS, negotiation and SASL) at the first attempt
+    /// to a node and after a connection to it got ready.
     pub socket_connection_setup_timeout: Duration,
-    /// `socket.connection.setup.timeout.max.ms`: cap of the exponentially growing limit.
+    /// `socket.connection.setup.timeout.max.ms`: cap of the limit, which doubles per
+    /// consecutive attempt to a node that failed before getting ready (±20% jitter, as
+    /// Java's `ClusterConnectionStates`; the core hands each attempt's value to the
+    /// adapter in `IoCommand::Connect`).
     pub socket_connection_setup_timeout_max: Duration,
     /// `max.in.flight.requests.per.connection`: unanswered requests per connection.
     pub max_in_flight_requests_per_connection: u32,
@@ -224,7 +229,8 @@ impl ClientConfigBuilder {
     }
 
     /// `socket.connection.setup.timeout.ms` and `socket.connection.setup.timeout.max.ms`
-    /// (defaults 10 s and 30 s).
+    /// (defaults 10 s and 30 s): the first attempt's limit, doubled per consecutive failed
+    /// attempt to a node up to `max`, ±20% jitter.
     pub fn socket_connection_setup_timeout(
         &mut self,
         initial: Duration,
@@ -381,14 +387,14 @@ pub(super) const KEYS: &[KeyInfo] = &[
         "10000",
         millis_long,
         socket_connection_setup_timeout,
-        "First connection setup timeout."
+        "Connection setup timeout of a first attempt (doubles per failed attempt)."
     ),
     ms_key!(
         "socket.connection.setup.timeout.max.ms",
         "30000",
         millis_long,
         socket_connection_setup_timeout_max,
-        "Maximum connection setup timeout."
+        "Cap of the connection setup timeout, which doubles per consecutive failed attempt."
     ),
     KeyInfo {
         name: "max.in.flight.requests.per.connection",

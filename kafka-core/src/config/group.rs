@@ -2,10 +2,12 @@
 //! and poll-interval timeouts, assignment strategies and auto-commit, with the Java
 //! client's names and defaults.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::parse;
 use super::{ClientConfigBuilder, ConfigError, KeyInfo};
+use crate::group::assignor::Assignor;
 
 /// `group.protocol`: which membership protocol a group consumer speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,7 +58,62 @@ pub struct GroupConfig {
     /// `exclude.internal.topics` (default true): a classic pattern subscription never
     /// matches internal topics (`__consumer_offsets`, `__transaction_state`, ...).
     pub exclude_internal_topics: bool,
+    /// Partition assignors of the application's own, registered with
+    /// [`ClientConfigBuilder::assignor`] or
+    /// [`ClientConfig::with_assignor`](super::ClientConfig::with_assignor).
+    pub custom_assignors: CustomAssignors,
 }
+
+/// The application's own partition assignors (classic protocol), by name. A group
+/// consumer offers each in JoinGroup: where `partition.assignment.strategy` names it
+/// (its [`Assignor::name`]), else ahead of every strategy listed, in registration order.
+/// The group leader runs the one the coordinator chooses. Equal when the names are.
+#[derive(Clone, Default)]
+pub struct CustomAssignors(Vec<Arc<dyn Assignor>>);
+
+impl CustomAssignors {
+    /// The registered assignor called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Assignor>> {
+        self.0.iter().find(|a| a.name() == name)
+    }
+
+    /// Every registered assignor, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Assignor>> {
+        self.0.iter()
+    }
+
+    /// Whether none is registered.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Registers `assignor`, replacing one of the same name.
+    pub(super) fn add(&mut self, assignor: Arc<dyn Assignor>) {
+        self.0.retain(|a| a.name() != assignor.name());
+        self.0.push(assignor);
+    }
+}
+
+impl std::fmt::Debug for CustomAssignors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|a| a.name()))
+            .finish()
+    }
+}
+
+impl PartialEq for CustomAssignors {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|(a, b)| a.name() == b.name())
+    }
+}
+
+impl Eq for CustomAssignors {}
 
 impl Default for GroupConfig {
     fn default() -> Self {
@@ -72,6 +129,7 @@ impl Default for GroupConfig {
             enable_auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
             exclude_internal_topics: true,
+            custom_assignors: CustomAssignors::default(),
         }
     }
 }
@@ -118,6 +176,23 @@ impl ClientConfigBuilder {
     /// `enable.auto.commit` (default true).
     pub fn enable_auto_commit(&mut self, on: bool) -> &mut Self {
         self.group.enable_auto_commit = on;
+        self
+    }
+
+    /// Registers a partition assignor of the application's own (classic protocol; see
+    /// [`CustomAssignors`]), replacing one registered under the same name.
+    pub fn assignor(&mut self, assignor: impl Assignor + 'static) -> &mut Self {
+        self.group.custom_assignors.add(Arc::new(assignor));
+        self
+    }
+}
+
+impl super::ClientConfig {
+    /// This config with a partition assignor of the application's own registered (see
+    /// [`ClientConfigBuilder::assignor`]): for configs made with
+    /// [`ClientConfig::from_pairs`](super::ClientConfig::from_pairs).
+    pub fn with_assignor(mut self, assignor: impl Assignor + 'static) -> Self {
+        self.group.custom_assignors.add(Arc::new(assignor));
         self
     }
 }

@@ -93,7 +93,7 @@ impl Auth {
         };
         match SaslClient::new(self.mechanism, credentials, self.nonce()) {
             Ok(c) => self.client = Some(c),
-            Err(e) => return AuthOutput::Failed(ConnError::Sasl(e.to_string())),
+            Err(e) => return AuthOutput::Failed(ConnError::Sasl(e)),
         }
         AuthOutput::Send(Box::new(SaslHandshakeRequest {
             mechanism: self.mechanism.name().into(),
@@ -143,9 +143,7 @@ impl Auth {
                         message,
                     }));
                 }
-                let first = client
-                    .initial_response()
-                    .map_err(|e| ConnError::Sasl(e.to_string()))?;
+                let first = client.initial_response().map_err(ConnError::Sasl)?;
                 Ok(AuthOutput::Send(Box::new(SaslAuthenticateRequest {
                     auth_bytes: Bytes::from(first),
                     ..Default::default()
@@ -167,7 +165,7 @@ impl Auth {
                 }
                 match client
                     .handle_challenge(&resp.auth_bytes)
-                    .map_err(|e| ConnError::Sasl(e.to_string()))?
+                    .map_err(ConnError::Sasl)?
                 {
                     Step::Respond(bytes) => {
                         Ok(AuthOutput::Send(Box::new(SaslAuthenticateRequest {

@@ -20,7 +20,7 @@ use crate::protocol::messages::api_versions::ApiVersionsRequest;
 use crate::protocol::{peek_correlation_id, read_response, ApiKey, KafkaCode};
 
 use super::auth::{Auth, AuthOutput};
-use super::error::{ConnError, RequestError};
+use super::error::{ConnError, RequestError, SocketError};
 use super::frame::FrameReader;
 use super::request::{ConnConfig, OutboundRequest};
 use super::versions::ApiVersionTable;
@@ -188,6 +188,15 @@ impl Connection {
         conn
     }
 
+    /// Replaces the setup deadline (`ConnConfig::setup_timeout` from the connection's
+    /// start) with `now + timeout`, while setup is still going on: the client's per-attempt
+    /// value, grown by consecutive failures.
+    pub fn set_setup_timeout(&mut self, now: Instant, timeout: Duration) {
+        if self.setup_deadline.is_some() {
+            self.setup_deadline = Some(now + timeout);
+        }
+    }
+
     /// The lifecycle state.
     pub fn state(&self) -> &ConnState {
         &self.state
@@ -308,7 +317,7 @@ impl Connection {
                 .and_then(|()| tls.read_plaintext(&mut plain));
             self.frames.push(&plain);
             if let Err(e) = result {
-                self.fail(ConnError::Tls(e.to_string()));
+                self.fail(ConnError::Tls(e.into()));
                 return;
             }
         } else {
@@ -334,12 +343,25 @@ impl Connection {
         self.dispatch(now);
     }
 
-    /// The adapter reports the socket closed or broken.
-    pub fn handle_closed(&mut self, cause: &str) {
-        self.fail(ConnError::Closed(cause.to_string()));
+    /// The adapter reports the socket to `addr` (`host:port`) closed or broken.
+    pub fn handle_closed(&mut self, addr: &str, error: SocketError) {
+        self.fail(ConnError::Socket {
+            addr: addr.to_string(),
+            error,
+        });
     }
 
-    /// Appends bytes to write to the socket; returns how many.
+    /// Fails the connection for a violation its owner found in a response frame (a
+    /// body that does not decode): in-flight requests fail with `sent: true`, queued ones
+    /// with `sent: false`, as for any remote misbehaviour.
+    pub fn handle_violation(&mut self, error: ConnError) {
+        self.fail(error);
+    }
+
+    /// Appends bytes to write to the socket; returns how many. An empty `out` with
+    /// capacity (a buffer the adapter recycles) is swapped with the connection's own
+    /// buffer instead of copied into: the connection keeps `out`'s memory for the next
+    /// requests.
     pub fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
         #[cfg(feature = "tls")]
         if let Some(tls) = self.tls.as_mut() {
@@ -350,7 +372,7 @@ impl Connection {
                     // keep the rest until it is done.
                     Err(super::tls::TlsError::HandshakeBufferFull { .. }) => {}
                     Err(e) => {
-                        self.fail(ConnError::Tls(e.to_string()));
+                        self.fail(ConnError::Tls(e.into()));
                         return 0;
                     }
                 }
@@ -358,7 +380,12 @@ impl Connection {
             return tls.poll_ciphertext(out);
         }
         let n = self.out.len();
-        out.append(&mut self.out);
+        if out.is_empty() && out.capacity() > 0 {
+            // No copy of what may be megabytes of record batches.
+            std::mem::swap(out, &mut self.out);
+        } else {
+            out.append(&mut self.out);
+        }
         n
     }
 
@@ -456,10 +483,10 @@ impl Connection {
                 deadline: now + self.cfg.request_timeout,
                 owner: Err(kind),
             }),
-            Err(e) => self.fail(ConnError::Sasl(format!(
-                "could not encode {:?}: {e}",
-                req.api_key()
-            ))),
+            Err(source) => self.fail(ConnError::SetupEncode {
+                api: req.api_key(),
+                source,
+            }),
         }
     }
 
@@ -520,13 +547,21 @@ impl Connection {
         // and its own ApiVersions range (KIP-511).
         let resp = match read_response::<ApiVersionsRequest>(frame.clone(), version) {
             Ok((_, r)) if r.error_code != KafkaCode::UNSUPPORTED_VERSION.0 => r,
-            _ => read_response::<ApiVersionsRequest>(frame, 0)
-                .map(|(_, r)| r)
-                .map_err(|source| ConnError::Decode {
-                    api: ApiKey::ApiVersions,
-                    version,
-                    source,
-                })?,
+            first => match read_response::<ApiVersionsRequest>(frame, 0) {
+                Ok((_, r)) => r,
+                // Neither reading fits: report the one at the version we sent.
+                Err(v0) => {
+                    let (version, source) = match first {
+                        Err(e) => (version, e),
+                        Ok(_) => (0, v0),
+                    };
+                    return Err(ConnError::Decode {
+                        api: ApiKey::ApiVersions,
+                        version,
+                        source,
+                    });
+                }
+            },
         };
         if resp.error_code == KafkaCode::UNSUPPORTED_VERSION.0 {
             let theirs = ApiVersionTable::from_response(&resp).negotiate(ApiKey::ApiVersions);
@@ -559,7 +594,7 @@ impl Connection {
                 let versions = self.versions.as_ref().ok_or(ConnError::UnexpectedFrame)?;
                 let version = versions
                     .negotiate(api)
-                    .map_err(|e| ConnError::Sasl(e.to_string()))?;
+                    .map_err(|_| ConnError::SetupUnsupported { api })?;
                 self.write_internal(now, req.as_ref(), version, Internal::Auth);
                 Ok(())
             }

@@ -1,7 +1,106 @@
 //! Connection errors: remote misbehaviour and connection failures (fatal and sticky for
-//! the connection), and per-request outcomes.
+//! the connection), and per-request outcomes. Every layer is typed: the socket
+//! ([`SocketError`], as the adapter reports it), TLS ([`TlsFailure`]), SASL
+//! ([`SaslError`]), the Kafka framing and protocol ([`ConnError`]'s own variants).
 
+use crate::conn::sasl::SaslError;
 use crate::protocol::{ApiKey, DecodeError, EncodeError, VersionRange};
+
+/// Why a socket failed or closed, as the adapter saw it (no secrets, no payload).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SocketError {
+    /// The host name did not resolve (the resolver's words).
+    Resolve(String),
+    /// Nothing listens on the port: the connection was refused.
+    Refused,
+    /// Connecting took longer than the attempt's setup timeout (`IoCommand::Connect`:
+    /// `socket.connection.setup.timeout.ms`, grown per failure up to the `.max.ms`).
+    ConnectTimedOut,
+    /// The peer closed the connection (end of stream).
+    ClosedByPeer,
+    /// The peer reset the connection.
+    Reset,
+    /// Any other I/O failure (the operating system's words).
+    Io(String),
+}
+
+impl SocketError {
+    /// The failure as a sentence about the connection to `addr` (`host:port`).
+    fn describe(&self, addr: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SocketError::Resolve(why) => write!(f, "could not resolve {addr}: {why}"),
+            SocketError::Refused => write!(f, "connection to {addr} refused"),
+            SocketError::ConnectTimedOut => write!(f, "connecting to {addr} timed out"),
+            SocketError::ClosedByPeer => write!(f, "{addr} closed the connection"),
+            SocketError::Reset => write!(f, "connection to {addr} reset by the peer"),
+            SocketError::Io(why) => write!(f, "connection to {addr} failed: {why}"),
+        }
+    }
+}
+
+impl std::fmt::Display for SocketError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SocketError::Resolve(why) => write!(f, "could not resolve the host: {why}"),
+            SocketError::Refused => f.write_str("connection refused"),
+            SocketError::ConnectTimedOut => f.write_str("connect timed out"),
+            SocketError::ClosedByPeer => f.write_str("closed by the peer"),
+            SocketError::Reset => f.write_str("connection reset by the peer"),
+            SocketError::Io(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<&str> for SocketError {
+    /// An untyped cause (tests, simulations): [`SocketError::Io`].
+    fn from(why: &str) -> Self {
+        SocketError::Io(why.to_string())
+    }
+}
+
+impl From<String> for SocketError {
+    fn from(why: String) -> Self {
+        SocketError::Io(why)
+    }
+}
+
+/// Why TLS failed on a connection. The texts are rustls' descriptions of the failure,
+/// never certificate or key material.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The server's certificate was rejected (unknown issuer, wrong name, expired...).
+    #[error("server certificate rejected: {0}")]
+    Certificate(String),
+    /// The peer sent a fatal alert (e.g. `CertificateRequired`: the broker wants a
+    /// client certificate).
+    #[error("the broker sent TLS alert {0}")]
+    Alert(String),
+    /// The peer's bytes are not TLS (a plaintext listener?).
+    #[error("the broker does not speak TLS here: {0}")]
+    NotTls(String),
+    /// The host name cannot be used as a TLS server name.
+    #[error("invalid TLS server name {0:?}")]
+    ServerName(String),
+    /// Any other handshake or session failure.
+    #[error("{0}")]
+    Other(String),
+}
+
+#[cfg(feature = "tls")]
+impl From<super::tls::TlsError> for TlsFailure {
+    fn from(e: super::tls::TlsError) -> Self {
+        use super::tls::TlsError as E;
+        match e {
+            E::Certificate(why) => TlsFailure::Certificate(why),
+            E::AlertReceived(alert) => TlsFailure::Alert(format!("{alert:?}")),
+            E::Malformed(why) => TlsFailure::NotTls(why),
+            E::InvalidServerName(name) => TlsFailure::ServerName(name),
+            other => TlsFailure::Other(other.to_string()),
+        }
+    }
+}
 
 /// Why a connection failed. Once failed, a connection stays failed: every queued and
 /// in-flight request fails with the same error, and the connection must be closed.
@@ -12,13 +111,19 @@ pub enum ConnError {
     #[error("negative frame size {0}")]
     NegativeFrameSize(i32),
     /// The peer announced a frame above the configured maximum (`receive.message.max.bytes`).
-    /// A plaintext client talking to a TLS port sees this.
-    #[error("frame of {size} bytes exceeds the maximum of {max} (is this a TLS port?)")]
+    #[error("frame of {size} bytes exceeds the maximum of {max}")]
     FrameTooLarge {
         /// Announced size.
         size: usize,
         /// Configured maximum.
         max: usize,
+    },
+    /// A plaintext connection got a TLS record (an alert or a handshake) where a frame
+    /// size should be: the port is a TLS listener (set `security.protocol`).
+    #[error("the broker answered with TLS (record type {record_type}): is this a TLS port?")]
+    TlsOnPlaintext {
+        /// The TLS record type byte (21: alert, 22: handshake).
+        record_type: u8,
     },
     /// A response carried a correlation id other than the oldest in-flight request's.
     #[error("correlation id mismatch: expected {expected}, received {received}")]
@@ -57,12 +162,28 @@ pub enum ConnError {
         /// The broker's enabled mechanisms.
         enabled: Vec<String>,
     },
-    /// The SASL exchange failed on our side (bad server message, signature mismatch...).
+    /// The SASL exchange failed (a bad server message, a signature mismatch, credentials
+    /// the mechanism cannot carry...).
     #[error("SASL exchange failed: {0}")]
-    Sasl(String),
+    Sasl(SaslError),
+    /// The broker cannot take any version of an API the connection setup needs
+    /// (SaslHandshake, SaslAuthenticate).
+    #[error("{api:?}: no version in common with the broker")]
+    SetupUnsupported {
+        /// The API.
+        api: ApiKey,
+    },
+    /// A request the connection sends for itself could not be encoded.
+    #[error("could not encode {api:?}: {source}")]
+    SetupEncode {
+        /// The API.
+        api: ApiKey,
+        /// Why.
+        source: EncodeError,
+    },
     /// TLS failed (handshake, certificate verification, alert).
     #[error("TLS failed: {0}")]
-    Tls(String),
+    Tls(TlsFailure),
     /// The broker answered ApiVersions with an error.
     #[error("ApiVersions failed with error code {0}")]
     ApiVersions(i16),
@@ -78,23 +199,56 @@ pub enum ConnError {
     /// Connection setup (TCP, TLS, negotiation, SASL) took longer than allowed.
     #[error("connection setup timed out")]
     SetupTimedOut,
-    /// The adapter reported the socket closed or failed.
-    #[error("connection closed: {0}")]
-    Closed(String),
+    /// The socket failed to connect, or failed or closed later (as the adapter
+    /// reported it): "connection to 127.0.0.1:9 refused".
+    #[error("{}", DescribeSocket(addr, error))]
+    Socket {
+        /// `host:port`.
+        addr: String,
+        /// What happened.
+        error: SocketError,
+    },
     /// Closed after `connections.max.idle.ms` without traffic.
     #[error("connection idle for too long")]
     Idle,
 }
 
+struct DescribeSocket<'a>(&'a str, &'a SocketError);
+
+impl std::fmt::Display for DescribeSocket<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.1.describe(self.0, f)
+    }
+}
+
 impl ConnError {
-    /// Whether retrying on a new connection may succeed (authentication failures, for
-    /// example, will not).
+    /// Whether retrying on a new connection may succeed. Authentication, SASL and TLS
+    /// failures will not (Java treats them as fatal too): they end a call at once.
     pub fn is_retriable(&self) -> bool {
         !matches!(
             self,
             ConnError::AuthenticationFailed { .. }
                 | ConnError::UnsupportedSaslMechanism { .. }
+                | ConnError::Sasl(_)
+                | ConnError::SetupUnsupported { .. }
+                | ConnError::SetupEncode { .. }
                 | ConnError::Tls(_)
+        )
+    }
+
+    /// Whether the broker broke the Kafka protocol (a frame size, correlation id or
+    /// body no Kafka broker sends). A bootstrap list whose every address does this
+    /// several times in a row ends the calls waiting on it (see `DESIGN.md`).
+    pub fn is_protocol_violation(&self) -> bool {
+        matches!(
+            self,
+            ConnError::NegativeFrameSize(_)
+                | ConnError::FrameTooLarge { .. }
+                | ConnError::TlsOnPlaintext { .. }
+                | ConnError::CorrelationMismatch { .. }
+                | ConnError::UnexpectedFrame
+                | ConnError::Decode { .. }
+                | ConnError::ApiVersions(_)
         )
     }
 }
@@ -123,6 +277,11 @@ pub enum RequestError {
     /// The request could not be routed (unknown broker, no leader, no coordinator yet).
     #[error("no route: {0}")]
     NoRoute(String),
+    /// Every bootstrap address broke the Kafka protocol several times in a row with no
+    /// connection getting ready (`client::BOOTSTRAP_VIOLATIONS`): the calls waiting for
+    /// them end with the last violation instead of retrying until their deadline.
+    #[error("every bootstrap server broke the Kafka protocol repeatedly; the last: {0}")]
+    BootstrapBroken(ConnError),
     /// The request was cancelled because the client is shutting down.
     #[error("cancelled")]
     Cancelled,

@@ -43,6 +43,13 @@ impl FrameReader {
                 let raw = i32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
                 let size = usize::try_from(raw).map_err(|_| ConnError::NegativeFrameSize(raw))?;
                 if size > self.max_frame {
+                    // A TLS record header (content type alert/handshake, version 3.x)
+                    // where the frame size should be: a TLS listener.
+                    if matches!(self.buf[0], 21 | 22) && self.buf[1] == 3 && self.buf[2] <= 4 {
+                        return Err(ConnError::TlsOnPlaintext {
+                            record_type: self.buf[0],
+                        });
+                    }
                     return Err(ConnError::FrameTooLarge {
                         size,
                         max: self.max_frame,
@@ -123,15 +130,21 @@ mod tests {
         r.push(&[0x16, 0x03, 0x03, 0x00, 0x7a]);
         assert!(matches!(
             r.next_frame(),
-            Err(ConnError::FrameTooLarge {
-                size: 369_296_128,
-                ..
-            })
+            Err(ConnError::TlsOnPlaintext { record_type: 22 })
         ));
         assert!(
             r.buf.capacity() < 4096,
             "no allocation sized by the bogus length"
         );
+        let mut r = FrameReader::new(1 << 20);
+        r.push(&[0x7f, 0xff, 0xff, 0xff]);
+        assert!(matches!(
+            r.next_frame(),
+            Err(ConnError::FrameTooLarge {
+                size: 2_147_483_647,
+                ..
+            })
+        ));
         let mut r = FrameReader::new(1024);
         r.push(&(-5i32).to_be_bytes());
         assert!(matches!(

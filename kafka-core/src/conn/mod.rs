@@ -15,7 +15,7 @@ pub mod versions;
 
 pub use auth::{Auth, CredentialSource};
 pub use connection::{Completion, ConnState, Connection, Shape, Token};
-pub use error::{ConnError, RequestError};
+pub use error::{ConnError, RequestError, SocketError, TlsFailure};
 pub use request::{ConnConfig, OutboundRequest};
 pub use versions::ApiVersionTable;
 #[cfg(test)]

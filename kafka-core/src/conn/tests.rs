@@ -169,6 +169,12 @@ fn oversize_and_negative_frames_fail_the_connection() {
     c.handle_received(now, &[0x16, 0x03, 0x03, 0x00, 0x2a, 0x02]);
     assert!(matches!(
         c.state(),
+        ConnState::Failed(ConnError::TlsOnPlaintext { record_type: 22 })
+    ));
+    let mut c = ready(now);
+    c.handle_received(now, &[0x40, 0, 0, 0]);
+    assert!(matches!(
+        c.state(),
         ConnState::Failed(ConnError::FrameTooLarge { .. })
     ));
     let mut c = ready(now);

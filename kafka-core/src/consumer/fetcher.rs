@@ -1,6 +1,8 @@
 //! The fetcher: one Fetch in flight per broker, built from that broker's fetch session
-//! and the partitions it leads that may be fetched now; answers become chunks for the
-//! application, position errors become resets, leader errors a metadata refresh.
+//! and the partitions it serves that may be fetched now (those it leads, or those whose
+//! preferred read replica it is: KIP-392); answers become chunks for the application,
+//! position errors resets, diverging epochs truncation checks (KIP-320), leader errors a
+//! metadata refresh.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -14,7 +16,7 @@ use crate::config::OffsetReset;
 use crate::conn::RequestError;
 use crate::protocol::messages::fetch::request::{FetchPartition, FetchTopic, ForgottenTopic};
 use crate::protocol::messages::fetch::{FetchRequest, FetchResponse};
-use crate::protocol::KafkaCode;
+use crate::protocol::{ApiKey, KafkaCode};
 use crate::record::DecodeOptions;
 
 /// A Fetch in flight to one broker.
@@ -24,10 +26,11 @@ pub(super) struct InFlightFetch {
     pub(super) id: RequestId<FetchRequest>,
     pub(super) plan: Plan,
     pub(super) sent_at: Instant,
-    /// Every partition fetched (sent or held by the session) and its position then: an
-    /// answer for a partition whose position has moved since (a seek, a pause's rewind)
-    /// is from the wrong offset and is dropped.
-    pub(super) positions: Vec<(usize, i64)>,
+    /// Every partition fetched (sent or held by the session), its position and the
+    /// leader epoch then: an answer for a partition whose position has moved since (a
+    /// seek, a pause's rewind) is from the wrong offset, and one from before a leader
+    /// change is not validated: both are dropped.
+    pub(super) positions: Vec<(usize, i64, i32)>,
 }
 
 impl Consumer {
@@ -55,11 +58,11 @@ impl Consumer {
             let i = (self.rotation + k) % n;
             let p = &self.parts[i];
             if p.assigned && p.buffered && !p.paused {
-                if let Some(node) = cx.metadata().leader(&p.topic, p.partition) {
+                if let Some(node) = self.fetch_node(cx, i) {
                     draining.insert(node);
                 }
             }
-            if !p.assigned || p.paused || p.buffered || p.reset.is_some() {
+            if !p.assigned || p.paused || p.buffered || p.reset.is_some() || p.validate {
                 continue;
             }
             let Some(position) = p.position else { continue };
@@ -67,10 +70,21 @@ impl Consumer {
                 next = Some(next.map_or(at, |n| n.min(at)));
                 continue;
             }
-            let Some(node) = cx.metadata().leader(&p.topic, p.partition) else {
-                let topic = p.topic.to_string();
+            let Some(node) = self.select_replica(cx, i) else {
+                let topic = self.parts[i].topic.to_string();
                 cx.request_metadata([topic]);
                 continue;
+            };
+            let p = &self.parts[i];
+            let leader_epoch = p.leader.map_or(-1, |(_, e)| e);
+            // The broker checks the epoch of the record before the position itself
+            // (diverging_epoch); only from Fetch v12 on, which not every broker has.
+            let last_fetched_epoch = if p.offset_epoch >= 0
+                && cx.broker_supports(node, ApiKey::Fetch, 12) == Some(true)
+            {
+                p.offset_epoch
+            } else {
+                -1
             };
             let end = if read_committed {
                 p.last_stable_offset
@@ -85,6 +99,8 @@ impl Consumer {
                 Sent {
                     offset: position,
                     max_bytes: self.cfg.max_partition_fetch_bytes,
+                    leader_epoch,
+                    last_fetched_epoch,
                 },
             ));
         }
@@ -101,7 +117,17 @@ impl Consumer {
                 continue;
             }
             let plan = self.sessions.entry(node).or_default().plan(&wanted);
-            let positions = wanted.iter().map(|&(i, s)| (i, s.offset)).collect();
+            let positions = wanted
+                .iter()
+                .map(|&(i, s)| (i, s.offset, s.leader_epoch))
+                .collect();
+            if wanted.iter().any(|&(i, _)| {
+                self.parts[i]
+                    .preferred
+                    .is_some_and(|(r, _)| r == node && Some(r) != self.leader_node(cx, i))
+            }) {
+                self.metrics.preferred_replica_fetches += 1;
+            }
             let request = self.fetch_request(cx, &plan);
             let timeout = self.request_timeout + self.cfg.fetch_max_wait;
             let opts = RequestOptions::default().timeout(timeout);
@@ -124,9 +150,9 @@ impl Consumer {
             let p = &self.parts[i];
             let part = FetchPartition {
                 partition: p.partition,
-                current_leader_epoch: -1,
+                current_leader_epoch: sent.leader_epoch,
                 fetch_offset: sent.offset,
-                last_fetched_epoch: -1,
+                last_fetched_epoch: sent.last_fetched_epoch,
                 log_start_offset: -1,
                 partition_max_bytes: sent.max_bytes,
                 ..Default::default()
@@ -192,6 +218,11 @@ impl Consumer {
                     for &(p, _) in &f.plan.send {
                         self.parts[p].retry_at = Some(at);
                     }
+                    // Back to the leader for what that replica served (Java's
+                    // handleFetchFailure).
+                    for &(p, _, _) in &f.positions {
+                        self.drop_preferred(p, f.node);
+                    }
                 }
             }
         }
@@ -205,7 +236,7 @@ impl Consumer {
         let code = KafkaCode(resp.error_code);
         let session = self.sessions.entry(f.node).or_default();
         if code != KafkaCode::NONE {
-            tracing::debug!(node = f.node, %code, "fetch session error; next fetch is full");
+            crate::trace::debug!(node = f.node, %code, "fetch session error; next fetch is full");
             session.reset();
             self.metrics.session_resets += 1;
             let session_error = code == KafkaCode::FETCH_SESSION_ID_NOT_FOUND
@@ -215,6 +246,9 @@ impl Consumer {
                 let at = cx.now() + cx.retry_backoff(1);
                 for &(p, _) in &f.plan.send {
                     self.parts[p].retry_at = Some(at);
+                }
+                for &(p, _, _) in &f.positions {
+                    self.drop_preferred(p, f.node);
                 }
             }
             return;
@@ -228,17 +262,53 @@ impl Consumer {
                     self.metrics.unexpected_partitions += 1;
                     continue;
                 };
-                let fetched_at = f.positions.iter().find(|&&(k, _)| k == i).map(|&(_, o)| o);
+                let Some(&(_, fetched_at, epoch_then)) =
+                    f.positions.iter().find(|&&(k, _, _)| k == i)
+                else {
+                    continue; // not fetched in this request
+                };
                 let p = &mut self.parts[i];
-                if !p.assigned || p.buffered || p.position.is_none() || p.position != fetched_at {
-                    continue; // unassigned, sought or reset since the fetch was sent
+                if !p.assigned
+                    || p.buffered
+                    || p.validate
+                    || p.position != Some(fetched_at)
+                    || p.leader.map_or(-1, |(_, e)| e) != epoch_then
+                {
+                    // Unassigned, sought, reset or the leader changed since the fetch
+                    // was sent.
+                    continue;
                 }
                 let code = KafkaCode(pd.error_code);
+                let from_replica = p
+                    .preferred
+                    .is_some_and(|(r, _)| r == f.node && p.leader.map(|(l, _)| l) != Some(r));
+                if code != KafkaCode::NONE && from_replica {
+                    // An error from the preferred replica: back to the leader, at once
+                    // (Java: even OFFSET_OUT_OF_RANGE is only the replica lagging).
+                    crate::trace::debug!(topic = %p.topic, partition = p.partition, replica = f.node, %code, "preferred read replica dropped");
+                    p.preferred = None;
+                    if code == KafkaCode::OFFSET_OUT_OF_RANGE {
+                        continue;
+                    }
+                }
                 match code {
                     KafkaCode::NONE => {
                         p.high_watermark = pd.high_watermark;
                         p.last_stable_offset = pd.last_stable_offset;
                         p.retry_at = None;
+                        if pd.preferred_read_replica >= 0
+                            && p.preferred.map(|(r, _)| r) != Some(pd.preferred_read_replica)
+                        {
+                            // KIP-392: fetch from there until metadata.max.age.ms passes.
+                            let until = cx.now() + self.metadata_max_age;
+                            p.preferred = Some((pd.preferred_read_replica, until));
+                        }
+                        let diverging = &pd.diverging_epoch;
+                        if diverging.epoch >= 0 {
+                            let (epoch, end) = (diverging.epoch, diverging.end_offset);
+                            self.judge_end_offset(i, fetched_at, epoch, end);
+                            continue;
+                        }
                         let data = pd.records.unwrap_or_default();
                         if data.is_empty() {
                             continue;
@@ -276,7 +346,7 @@ impl Consumer {
                                 self.errors.push_back(error);
                             }
                             policy => {
-                                tracing::info!(topic = %p.topic, partition = p.partition, offset, ?policy, "offset out of range: resetting");
+                                crate::trace::info!(topic = %p.topic, partition = p.partition, offset, ?policy, "offset out of range: resetting");
                                 p.reset = Some(Reset::from_policy(policy));
                                 self.metrics.resets += 1;
                             }
@@ -305,6 +375,63 @@ impl Consumer {
                     }
                 }
             }
+        }
+    }
+
+    /// The partition's leader, if known.
+    fn leader_node(&self, cx: &OpContext<'_>, i: usize) -> Option<i32> {
+        let p = &self.parts[i];
+        cx.metadata().leader(&p.topic, p.partition)
+    }
+
+    /// Whether `replica` may serve the partition now: in metadata and not offline.
+    fn replica_online(&self, cx: &OpContext<'_>, i: usize, replica: i32) -> bool {
+        let p = &self.parts[i];
+        let offline = cx
+            .metadata()
+            .topic(&p.topic)
+            .and_then(|t| t.partitions.get(&p.partition))
+            .is_none_or(|info| info.offline_replicas.contains(&replica));
+        cx.metadata().broker(replica).is_some() && !offline
+    }
+
+    /// The broker a partition is fetched from: its preferred read replica while that
+    /// holds (not past `metadata.max.age.ms`, still in metadata), else its leader.
+    pub(super) fn fetch_node(&self, cx: &OpContext<'_>, i: usize) -> Option<i32> {
+        let leader = self.leader_node(cx, i)?;
+        match self.parts[i].preferred {
+            Some((r, until)) if cx.now() <= until && self.replica_online(cx, i, r) => Some(r),
+            _ => Some(leader),
+        }
+    }
+
+    /// As [`Consumer::fetch_node`], and drops a preferred replica that no longer holds
+    /// (a vanished one also refreshes metadata, as in Java).
+    fn select_replica(&mut self, cx: &mut OpContext<'_>, i: usize) -> Option<i32> {
+        let leader = self.leader_node(cx, i)?;
+        let Some((r, until)) = self.parts[i].preferred else {
+            return Some(leader);
+        };
+        if cx.now() > until {
+            crate::trace::debug!(replica = r, "preferred read replica expired");
+            self.parts[i].preferred = None;
+            return Some(leader);
+        }
+        if self.replica_online(cx, i, r) {
+            return Some(r);
+        }
+        self.parts[i].preferred = None;
+        let topic = self.parts[i].topic.to_string();
+        cx.request_metadata([topic]);
+        Some(leader)
+    }
+
+    /// A fetch from `node` failed: a partition it served as preferred replica goes back
+    /// to its leader.
+    fn drop_preferred(&mut self, i: usize, node: i32) {
+        let p = &mut self.parts[i];
+        if p.preferred.is_some_and(|(r, _)| r == node) {
+            p.preferred = None;
         }
     }
 

@@ -3,25 +3,27 @@
 //! resets positions with ListOffsets, buffers fetched data under a byte budget and hands
 //! records out as slices of the fetched buffers.
 //!
-//! Files: `session` (KIP-227 bookkeeping), `fetcher` (Fetch requests and answers),
-//! `records` (chunks of fetched data, read_committed filtering, [`ConsumerRecord`]).
+//! Files: `session` (KIP-227 bookkeeping), `fetcher` (Fetch requests and answers,
+//! preferred read replicas of KIP-392), `reset` (ListOffsets), `validate` (leader epochs
+//! of KIP-320: OffsetForLeaderEpoch after a leader change, log truncation), `records`
+//! (chunks of fetched data, read_committed filtering, [`ConsumerRecord`]).
 //!
 //! Driving it, like the producer: `client.start_op(now, Consumer::new(&config)?)`, then
 //! `client.command(now, id, |c, cx| c.assign(cx, ..))` and, on `Event::Notify` for it,
 //! `client.command(now, id, |c, _| c.poll(&mut records))`.
 //!
-//! This is the assign-mode consumer: no group membership or committed offsets yet, no
-//! leader-epoch validation (KIP-320) and no follower fetching (KIP-392) beyond sending
-//! `client.rack`.
+//! This is the assign-mode consumer; the group consumer (`crate::group`) drives it too.
 
 mod fetcher;
 mod records;
+mod reset;
 mod session;
+mod validate;
 
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,10 +33,10 @@ use fetcher::InFlightFetch;
 use records::Chunk;
 use session::Session;
 
+use validate::InFlightValidation;
+
 use crate::client::{Notice, OpContext, Operation, RequestId};
-use crate::cluster::Route;
 use crate::config::{ClientConfig, ConsumerConfig, OffsetReset};
-use crate::protocol::messages::list_offsets::request::{ListOffsetsPartition, ListOffsetsTopic};
 use crate::protocol::messages::list_offsets::ListOffsetsRequest;
 use crate::protocol::{KafkaCode, Uuid};
 use crate::record::RecordError;
@@ -70,6 +72,21 @@ pub enum ConsumeError {
         partition: i32,
         /// The error code.
         code: KafkaCode,
+    },
+    /// The leader's log no longer holds what was consumed (KIP-320: the end offset of
+    /// the position's leader epoch is below it) and `auto.offset.reset` is `none`. The
+    /// partition stops until sought.
+    #[error("{topic}-{partition}: log truncated below offset {offset} (diverging from {divergent_offset:?}) and auto.offset.reset=none")]
+    LogTruncation {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// The position that was truncated.
+        offset: i64,
+        /// The first offset known to diverge (the end offset of the position's epoch on
+        /// the leader), if the leader knew the epoch.
+        divergent_offset: Option<i64>,
     },
     /// Fetched data did not decode (corrupt batch, CRC mismatch); the partition stops
     /// at the record before it.
@@ -119,6 +136,21 @@ struct Part {
     paused: bool,
     /// The next offset to hand out (and to fetch from).
     position: Option<i64>,
+    /// The leader epoch of the record before the position (KIP-320's offset epoch), -1
+    /// if unknown (a seek or reset without one).
+    offset_epoch: i32,
+    /// The leader `(node, epoch)` the position is known good under; `None` until
+    /// compared with metadata (a new position).
+    leader: Option<(i32, i32)>,
+    /// The position waits for OffsetForLeaderEpoch before fetching on (`validating`:
+    /// sent).
+    validate: bool,
+    validating: bool,
+    /// The broker's preferred read replica (KIP-392) and until when it holds.
+    preferred: Option<(i32, Instant)>,
+    /// Where the leader epochs of handed-out records start, `(first offset, epoch)`,
+    /// the newest last, at most [`MARKS`]: the epoch of a position behind this one.
+    marks: VecDeque<(i64, i32)>,
     /// A reset to do (ListOffsets), and whether it is in flight.
     reset: Option<Reset>,
     resetting: bool,
@@ -127,6 +159,61 @@ struct Part {
     retry_at: Option<Instant>,
     high_watermark: i64,
     last_stable_offset: i64,
+}
+
+/// Epoch starts kept per partition (see `Part::marks`).
+const MARKS: usize = 4;
+
+impl Part {
+    /// The position moved by a seek, a reset or a truncation: `epoch` is the leader epoch
+    /// of the record before it (-1: unknown), and it is compared with the leader again.
+    fn moved(&mut self, position: Option<i64>, epoch: i32) {
+        self.position = position;
+        self.offset_epoch = epoch;
+        self.leader = None;
+        self.validate = false;
+        self.validating = false;
+        self.marks.clear();
+    }
+
+    /// A record at `offset` with leader epoch `epoch` was handed out.
+    fn handed_out(&mut self, offset: i64, epoch: i32) {
+        self.position = Some(offset + 1);
+        self.offset_epoch = epoch;
+        if epoch >= 0 && self.marks.back().is_none_or(|&(_, e)| e != epoch) {
+            if self.marks.len() == MARKS {
+                self.marks.pop_front();
+            }
+            self.marks.push_back((offset, epoch));
+        }
+    }
+
+    /// Batches up to `next` were skipped (control records, aborted transactions); the
+    /// last of them has leader epoch `epoch`.
+    fn skipped_to(&mut self, next: i64, epoch: i32) {
+        self.handed_out(next - 1, epoch);
+    }
+
+    /// The leader epoch of the record before `offset` (at most the position), if known.
+    fn epoch_before(&self, offset: i64) -> Option<i32> {
+        let position = self.position?;
+        if offset == position {
+            return (self.offset_epoch >= 0).then_some(self.offset_epoch);
+        }
+        if offset > position {
+            return None;
+        }
+        let last = offset - 1;
+        let &(first, _) = self.marks.front()?;
+        if last < first {
+            return None;
+        }
+        self.marks
+            .iter()
+            .rev()
+            .find(|&&(start, _)| start <= last)
+            .map(|&(_, e)| e)
+    }
 }
 
 /// Counters.
@@ -138,6 +225,9 @@ struct Metrics {
     session_resets: u64,
     resets: u64,
     unexpected_partitions: u64,
+    validations: u64,
+    truncations: u64,
+    preferred_replica_fetches: u64,
     latency_sum: Duration,
     latency_count: u64,
 }
@@ -167,6 +257,12 @@ pub struct ConsumerMetrics {
     pub resets: u64,
     /// Answers naming partitions we did not ask for.
     pub unexpected_partitions: u64,
+    /// Positions checked with OffsetForLeaderEpoch after a leader change (KIP-320).
+    pub validations: u64,
+    /// Log truncations detected (validation or a Fetch answer's diverging epoch).
+    pub truncations: u64,
+    /// Fetches sent to a preferred read replica rather than the leader (KIP-392).
+    pub preferred_replica_fetches: u64,
     /// Mean Fetch round trip (long polls included).
     pub fetch_latency_avg: Option<Duration>,
     /// Lag per partition: high watermark minus position, where both are known.
@@ -180,6 +276,8 @@ pub struct Consumer {
     cfg: ConsumerConfig,
     rack: String,
     request_timeout: Duration,
+    /// How long a preferred read replica holds (`metadata.max.age.ms`, as in Java).
+    metadata_max_age: Duration,
     budget: usize,
     parts: Vec<Part>,
     index: HashMap<(Arc<str>, i32), usize>,
@@ -188,6 +286,9 @@ pub struct Consumer {
     sessions: HashMap<i32, Session>,
     fetches: Vec<InFlightFetch>,
     resets: Vec<(RequestId<ListOffsetsRequest>, Vec<usize>)>,
+    validations: Vec<InFlightValidation>,
+    /// A position was set since leaders were last compared (`sync_leaders`).
+    leaders_stale: bool,
     chunks: VecDeque<Chunk>,
     buffered_bytes: usize,
     errors: VecDeque<ConsumeError>,
@@ -215,6 +316,7 @@ impl Consumer {
             budget: cfg.queued_max_kbytes * 1024,
             rack: config.common().client_rack.clone().unwrap_or_default(),
             request_timeout: config.common().request_timeout,
+            metadata_max_age: config.common().metadata_max_age,
             cfg,
             parts: Vec::new(),
             index: HashMap::new(),
@@ -223,6 +325,8 @@ impl Consumer {
             sessions: HashMap::new(),
             fetches: Vec::new(),
             resets: Vec::new(),
+            validations: Vec::new(),
+            leaders_stale: false,
             chunks: VecDeque::new(),
             buffered_bytes: 0,
             errors: VecDeque::new(),
@@ -289,11 +393,58 @@ impl Consumer {
 
     /// Moves a partition's position to `offset` (the next record handed out).
     pub fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
+        self.seek_with_epoch(topic, partition, offset, None);
+    }
+
+    /// Moves a partition's position to `offset`, known to follow a record of leader
+    /// epoch `leader_epoch` (a committed offset's, say): as Java's
+    /// `seek(tp, OffsetAndMetadata)`, the position is validated with
+    /// OffsetForLeaderEpoch before fetching from it (KIP-320).
+    pub fn seek_with_epoch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) {
         let i = self.part(topic, partition);
         self.drop_chunk(i);
         let p = &mut self.parts[i];
-        p.position = Some(offset.max(0));
+        p.moved(
+            Some(offset.max(0)),
+            leader_epoch.filter(|&e| e >= 0).unwrap_or(-1),
+        );
         p.reset = None;
+        self.leaders_stale = true;
+    }
+
+    /// Moves a partition's position back to `offset`, records from which were handed
+    /// out but not consumed (an adapter's pause drops its queued records and rewinds
+    /// here). Unlike a seek the position keeps what the consumer knows: the leader epoch
+    /// of the record before `offset` (if among the last epoch changes handed out) and
+    /// the leader it was validated under.
+    pub fn rewind(&mut self, topic: &str, partition: i32, offset: i64) {
+        let i = self.part(topic, partition);
+        let Some(epoch) = self.parts[i].epoch_before(offset) else {
+            self.seek(topic, partition, offset);
+            return;
+        };
+        self.drop_chunk(i);
+        let p = &mut self.parts[i];
+        p.position = Some(offset.max(0));
+        p.offset_epoch = epoch;
+        p.reset = None;
+        // An answer to a validation in flight was for the old position: ask again.
+        p.validating = false;
+        p.marks.retain(|&(start, _)| start < offset);
+    }
+
+    /// The leader epoch of the record before `offset` of a partition, if the consumer
+    /// knows it: `offset` is the position, or an earlier one within the last few epoch
+    /// changes handed out. For commits (OffsetCommit's `committed_leader_epoch`).
+    pub fn epoch_before(&self, topic: &str, partition: i32, offset: i64) -> Option<i32> {
+        let i = *self.index.get(&(topic.into(), partition))?;
+        self.parts[i].epoch_before(offset)
     }
 
     /// Forgets partitions' positions and buffered records (a group member gave them
@@ -305,10 +456,11 @@ impl Consumer {
             };
             self.drop_chunk(i);
             let p = &mut self.parts[i];
-            p.position = None;
+            p.moved(None, -1);
             p.reset = None;
             p.paused = false;
             p.retry_at = None;
+            p.preferred = None;
         }
     }
 
@@ -327,7 +479,7 @@ impl Consumer {
             let i = self.part(topic, partition);
             self.drop_chunk(i);
             let p = &mut self.parts[i];
-            p.position = None;
+            p.moved(None, -1);
             p.reset = Some(r);
         }
     }
@@ -381,7 +533,7 @@ impl Consumer {
             }
             match chunk.next_record(&p.topic, p.partition) {
                 Some(Ok(r)) => {
-                    p.position = Some(r.offset + 1);
+                    p.handed_out(r.offset, r.leader_epoch);
                     out.push(r);
                     n += 1;
                 }
@@ -423,6 +575,9 @@ impl Consumer {
         for (id, _) in self.resets.drain(..) {
             cx.discard(id);
         }
+        for v in self.validations.drain(..) {
+            cx.discard(v.id);
+        }
     }
 
     /// A snapshot of the counters.
@@ -437,6 +592,9 @@ impl Consumer {
                 + self.sessions.values().map(|s| s.resets).sum::<u64>(),
             resets: m.resets,
             unexpected_partitions: m.unexpected_partitions,
+            validations: m.validations,
+            truncations: m.truncations,
+            preferred_replica_fetches: m.preferred_replica_fetches,
             fetch_latency_avg: u32::try_from(m.latency_count)
                 .ok()
                 .filter(|&n| n > 0)
@@ -465,6 +623,12 @@ impl Consumer {
             assigned: false,
             paused: false,
             position: None,
+            offset_epoch: -1,
+            leader: None,
+            validate: false,
+            validating: false,
+            preferred: None,
+            marks: VecDeque::new(),
             reset: None,
             resetting: false,
             buffered: false,
@@ -488,7 +652,9 @@ impl Consumer {
         p.buffered = false;
         if let Some(pos) = p.position {
             // Skipped control and aborted batches at the end move the position too.
-            p.position = Some(pos.max(c.next_offset));
+            if c.next_offset > pos {
+                p.skipped_to(c.next_offset, c.next_epoch);
+            }
         }
         self.buffered_bytes -= c.bytes;
     }
@@ -503,116 +669,17 @@ impl Consumer {
         self.parts[i].buffered = false;
     }
 
-    /// Sends ListOffsets for partitions waiting for a reset, per leader.
-    fn send_resets(&mut self, cx: &mut OpContext<'_>) {
-        let now = cx.now();
-        let mut by_node: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
-        for (i, p) in self.parts.iter().enumerate() {
-            if !p.assigned || p.resetting || p.reset.is_none() {
-                continue;
-            }
-            if p.retry_at.is_some_and(|at| at > now) {
-                continue;
-            }
-            match cx.metadata().leader(&p.topic, p.partition) {
-                Some(node) => by_node.entry(node).or_default().push(i),
-                None => {
-                    let topic = p.topic.to_string();
-                    cx.request_metadata([topic]);
-                }
-            }
-        }
-        for (node, parts) in by_node {
-            let mut topics: Vec<ListOffsetsTopic> = Vec::new();
-            for &i in &parts {
-                let p = &mut self.parts[i];
-                p.resetting = true;
-                let lp = ListOffsetsPartition {
-                    partition_index: p.partition,
-                    current_leader_epoch: -1,
-                    timestamp: p.reset.map_or(-1, Reset::timestamp),
-                    ..Default::default()
-                };
-                match topics.iter_mut().find(|t| *t.name == *p.topic) {
-                    Some(t) => t.partitions.push(lp),
-                    None => topics.push(ListOffsetsTopic {
-                        name: p.topic.to_string(),
-                        partitions: vec![lp],
-                        ..Default::default()
-                    }),
-                }
-            }
-            let request = ListOffsetsRequest {
-                replica_id: -1,
-                isolation_level: self.cfg.isolation_level.wire(),
-                topics,
-                timeout_ms: i32::try_from(self.request_timeout.as_millis()).unwrap_or(i32::MAX),
-                ..Default::default()
-            };
-            let id = cx.send(Route::Broker(node), request);
-            self.resets.push((id, parts));
-        }
-    }
-
-    /// Takes ListOffsets answers: positions, or a retry after a leader error.
-    fn collect_resets(&mut self, cx: &mut OpContext<'_>) {
-        let mut i = 0;
-        while i < self.resets.len() {
-            if !cx.is_done(self.resets[i].0) {
-                i += 1;
-                continue;
-            }
-            let (id, parts) = self.resets.swap_remove(i);
-            let answer = cx.take_response(id);
-            for &pi in &parts {
-                self.parts[pi].resetting = false;
-            }
-            let Some(Ok(resp)) = answer else {
-                let at = cx.now() + cx.retry_backoff(1);
-                for &pi in &parts {
-                    self.parts[pi].retry_at = Some(at);
-                }
-                continue;
-            };
-            for t in resp.topics {
-                for r in t.partitions {
-                    let Some(&pi) = self.index.get(&(t.name.as_str().into(), r.partition_index))
-                    else {
-                        continue;
-                    };
-                    if !parts.contains(&pi) {
-                        continue;
-                    }
-                    let p = &mut self.parts[pi];
-                    let code = KafkaCode(r.error_code);
-                    if code == KafkaCode::NONE && r.offset >= 0 {
-                        if p.reset.is_some() {
-                            p.position = Some(r.offset);
-                            p.reset = None;
-                            p.retry_at = None;
-                        }
-                    } else if code.is_retriable() || code == KafkaCode::NONE {
-                        let (topic, partition) = (p.topic.clone(), p.partition);
-                        p.retry_at = Some(cx.now() + cx.retry_backoff(1));
-                        cx.invalidate_leader(&topic, partition);
-                    } else {
-                        p.reset = None;
-                        self.errors.push_back(ConsumeError::Partition {
-                            topic: p.topic.to_string(),
-                            partition: p.partition,
-                            code,
-                        });
-                    }
-                }
-            }
-        }
-    }
-
-    fn refresh_topic_ids(&mut self, cx: &OpContext<'_>) {
+    /// After a metadata change: topic ids, and positions whose leader moved.
+    fn refresh_metadata(&mut self, cx: &mut OpContext<'_>) {
         let generation = cx.metadata().generation();
         if generation == self.metadata_generation {
+            if std::mem::take(&mut self.leaders_stale) {
+                self.sync_leaders(cx);
+            }
             return;
         }
+        self.leaders_stale = false;
+        self.sync_leaders(cx);
         self.metadata_generation = generation;
         self.topic_by_id.clear();
         for p in &self.parts {
@@ -630,10 +697,16 @@ impl Operation for Consumer {
         if self.closing {
             return Some(self.metrics());
         }
-        self.refresh_topic_ids(cx);
+        self.refresh_metadata(cx);
         self.collect_fetches(cx);
         self.collect_resets(cx);
+        self.collect_validations(cx);
+        // Answers may have set positions (resets) or asked for validations.
+        if std::mem::take(&mut self.leaders_stale) {
+            self.sync_leaders(cx);
+        }
         self.send_resets(cx);
+        self.send_validations(cx);
         if let Some(at) = self.send_fetches(cx) {
             cx.wake_at(at);
         }
@@ -644,7 +717,7 @@ impl Operation for Consumer {
         if let Some(at) = self
             .parts
             .iter()
-            .filter(|p| p.reset.is_some() && !p.resetting)
+            .filter(|p| (p.reset.is_some() && !p.resetting) || (p.validate && !p.validating))
             .filter_map(|p| p.retry_at)
             .filter(|&at| at > now)
             .min()

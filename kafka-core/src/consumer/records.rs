@@ -59,6 +59,8 @@ pub(super) struct Chunk {
     pub(super) from: i64,
     /// The offset after everything handed out or skipped so far.
     pub(super) next_offset: i64,
+    /// The leader epoch of the batch `next_offset` follows (-1 until one was read).
+    pub(super) next_epoch: i32,
     /// Bytes charged to the fetch buffer budget.
     pub(super) bytes: usize,
     done: bool,
@@ -84,6 +86,7 @@ impl Chunk {
             read_committed,
             from,
             next_offset: from,
+            next_epoch: -1,
             done: false,
         }
     }
@@ -104,7 +107,11 @@ impl Chunk {
                         if r.offset < self.from {
                             continue;
                         }
-                        self.next_offset = self.next_offset.max(r.offset + 1);
+                        advance(
+                            (&mut self.next_offset, &mut self.next_epoch),
+                            r.offset + 1,
+                            cur.leader_epoch,
+                        );
                         return Some(Ok(ConsumerRecord {
                             topic: topic.clone(),
                             partition,
@@ -122,7 +129,8 @@ impl Chunk {
                         return Some(Err(e));
                     }
                     None => {
-                        self.next_offset = self.next_offset.max(cur.next);
+                        let to = (&mut self.next_offset, &mut self.next_epoch);
+                        advance(to, cur.next, cur.leader_epoch);
                         self.current = None;
                     }
                 }
@@ -180,14 +188,22 @@ impl Chunk {
                             }
                         }
                     }
-                    self.next_offset = self.next_offset.max(next);
+                    advance(
+                        (&mut self.next_offset, &mut self.next_epoch),
+                        next,
+                        h.partition_leader_epoch,
+                    );
                     return Ok(());
                 }
                 if self.read_committed
                     && b.is_transactional()
                     && self.aborting.contains(&h.producer_id)
                 {
-                    self.next_offset = self.next_offset.max(next);
+                    advance(
+                        (&mut self.next_offset, &mut self.next_epoch),
+                        next,
+                        h.partition_leader_epoch,
+                    );
                     return Ok(());
                 }
                 self.current = Some(Current {
@@ -211,5 +227,14 @@ impl Chunk {
             }
         }
         Ok(())
+    }
+}
+
+/// Everything before `next` is handed out or skipped; the last of it was written under
+/// leader epoch `epoch` (`to`: a chunk's `next_offset` and `next_epoch`).
+fn advance(to: (&mut i64, &mut i32), next: i64, epoch: i32) {
+    if next > *to.0 {
+        *to.0 = next;
+        *to.1 = epoch;
     }
 }

@@ -6,11 +6,16 @@
 
 use std::collections::HashMap;
 
-/// What the broker's session holds for one partition: the offset and size last sent.
+/// What the broker's session holds for one partition: what was last sent for it (any
+/// change sends the partition again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Sent {
     pub(super) offset: i64,
     pub(super) max_bytes: i32,
+    /// The leader epoch the consumer knows (KIP-320's `current_leader_epoch`).
+    pub(super) leader_epoch: i32,
+    /// The epoch of the record before `offset` (`last_fetched_epoch`, v12+), or -1.
+    pub(super) last_fetched_epoch: i32,
 }
 
 /// The client side of one broker's fetch session.
@@ -98,7 +103,7 @@ impl Session {
     pub(super) fn reset(&mut self) {
         if self.id != 0 {
             self.resets += 1;
-            tracing::debug!(session = self.id, "fetch session reset");
+            crate::trace::debug!(session = self.id, "fetch session reset");
         }
         self.id = 0;
         self.epoch = 0;
@@ -123,6 +128,8 @@ mod tests {
         Sent {
             offset,
             max_bytes: 100,
+            leader_epoch: 1,
+            last_fetched_epoch: -1,
         }
     }
 

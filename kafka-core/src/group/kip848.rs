@@ -7,15 +7,16 @@
 //! to the group consumer only when no revocation or offset lookup of the previous one is
 //! running; partitions to give up are revoked first (the application handles them), then
 //! the heartbeat that acknowledges them is sent at once; partitions of topics whose
-//! metadata is unknown wait until it is known. Fencing (FENCED_MEMBER_EPOCH,
+//! metadata is unknown wait until it is known (a pattern member asks for them by topic
+//! id: `topic_names.rs`). Fencing (FENCED_MEMBER_EPOCH,
 //! UNKNOWN_MEMBER_ID) loses the partitions and rejoins with epoch 0 under the same
 //! member id. Leaving sends epoch -1 (a static member -2, which keeps its place).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::member::{MemberEvent, TopicPartition};
+use super::topic_names::TopicNames;
 use super::GroupError;
 use crate::client::{OpContext, RequestId};
 use crate::cluster::Route;
@@ -65,6 +66,8 @@ pub(crate) struct Kip848 {
     regex_sent: Option<String>,
     /// The `SubscribedTopicRegex` the heartbeat in flight carries, if any ("" clears).
     regex_in_flight: Option<String>,
+    /// Names of the target's topic ids.
+    names: TopicNames,
 }
 
 impl std::fmt::Debug for Kip848 {
@@ -84,6 +87,12 @@ impl Kip848 {
     pub(crate) fn new(config: &ClientConfig) -> Result<Self, GroupError> {
         let g = config.group();
         let group = g.group_id.clone().ok_or(GroupError::NoGroupId)?;
+        if !g.custom_assignors.is_empty() {
+            // Java refuses client-side assignors with group.protocol=consumer too.
+            return Err(GroupError::Unsupported(
+                "client-side assignors need group.protocol=classic (KIP-848 assigns on the broker: group.remote.assignor)",
+            ));
+        }
         Ok(Kip848 {
             group,
             instance: g.group_instance_id.clone(),
@@ -104,6 +113,7 @@ impl Kip848 {
             pattern: None,
             regex_sent: None,
             regex_in_flight: None,
+            names: TopicNames::default(),
         })
     }
 
@@ -155,11 +165,12 @@ impl Kip848 {
             }
         }
         self.collect(cx, out);
+        self.names.collect(cx);
         if self.phase != Phase::Member {
             return;
         }
         if !busy {
-            self.deliver(cx, out);
+            self.deliver(cx, owned, out);
         }
         self.send(cx, topics, owned);
     }
@@ -218,6 +229,7 @@ impl Kip848 {
                 self.epoch = JOIN;
                 self.target = None;
                 self.delivered = None;
+                self.names.clear(cx);
                 self.next_heartbeat = Some(now);
             }
             KafkaCode::NOT_COORDINATOR
@@ -250,26 +262,35 @@ impl Kip848 {
     }
 
     /// Hands the target (names resolved) to the group consumer once it differs from what
-    /// was handed last; partitions of topics not in the metadata yet wait.
-    fn deliver(&mut self, cx: &mut OpContext<'_>, out: &mut Vec<MemberEvent>) {
+    /// was handed last; partitions of topics not named yet wait: a member subscribed to
+    /// names refreshes its metadata, a pattern member asks for those topic ids.
+    fn deliver(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        owned: &BTreeSet<TopicPartition>,
+        out: &mut Vec<MemberEvent>,
+    ) {
         let Some(target) = &self.target else { return };
-        let md = cx.metadata();
-        let names: BTreeMap<Uuid, Arc<str>> = md
-            .topic_names()
-            .filter_map(|n| Some((md.topic(n)?.id, Arc::<str>::from(n))))
-            .collect();
+        let (names, unnamed) = self.names.resolve(cx, target.keys());
         let mut resolved = BTreeSet::new();
-        let mut unknown = false;
         for (id, parts) in target {
-            match names.get(id) {
-                Some(name) => resolved.extend(parts.iter().map(|&p| (name.clone(), p))),
-                None => unknown = true,
+            if let Some(name) = names.get(id) {
+                resolved.extend(parts.iter().map(|&p| (name.clone(), p)));
             }
         }
-        if unknown {
-            cx.request_metadata(std::iter::empty());
+        if !unnamed.is_empty() {
+            if self.pattern.is_some() {
+                self.names.look_up(cx, &unnamed);
+            } else {
+                cx.request_metadata(std::iter::empty());
+            }
         }
         if self.delivered.as_ref() != Some(&resolved) {
+            // Names of topics neither assigned nor owned any more are forgotten.
+            let mut keep: BTreeSet<Uuid> = target.keys().copied().collect();
+            let owned_topics: BTreeSet<&str> = owned.iter().map(|(t, _)| &**t).collect();
+            keep.extend(owned_topics.iter().filter_map(|t| self.names.id_of(cx, t)));
+            self.names.retain(&keep);
             self.delivered = Some(resolved.clone());
             self.rebalances += 1;
             out.push(MemberEvent::Assigned {
@@ -304,11 +325,10 @@ impl Kip848 {
             id[8..].copy_from_slice(&mixed.to_be_bytes());
             self.member_id = Uuid::from_bytes(id).to_string();
         }
-        let md = cx.metadata();
         let mut by_topic: BTreeMap<Uuid, Vec<i32>> = BTreeMap::new();
         for (t, p) in owned {
-            if let Some(info) = md.topic(t) {
-                by_topic.entry(info.id).or_default().push(*p);
+            if let Some(id) = self.names.id_of(cx, t) {
+                by_topic.entry(id).or_default().push(*p);
             }
         }
         // SubscribedTopicRegex goes on a joining (full) heartbeat and when it changed
@@ -381,6 +401,7 @@ impl Kip848 {
         self.delivered = None;
         self.regex_sent = None;
         self.regex_in_flight = None;
+        self.names.clear(cx);
     }
 
     pub(crate) fn leaving(&self) -> bool {

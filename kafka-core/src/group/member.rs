@@ -82,7 +82,7 @@ pub(crate) struct Classic {
     rebalance_timeout: Duration,
     heartbeat_interval: Duration,
     request_timeout: Duration,
-    assignors: Vec<Box<dyn Assignor>>,
+    assignors: Vec<Arc<dyn Assignor>>,
     protocol: RebalanceProtocol,
     pub(crate) member_id: String,
     pub(crate) generation: i32,
@@ -126,10 +126,20 @@ impl Classic {
     pub(crate) fn new(config: &ClientConfig) -> Result<Self, GroupError> {
         let g = config.group();
         let group = g.group_id.clone().ok_or(GroupError::NoGroupId)?;
-        let mut assignors = Vec::new();
+        // The application's own assignors not named in the strategy go first.
+        let custom = &g.custom_assignors;
+        let mut assignors: Vec<Arc<dyn Assignor>> = custom
+            .iter()
+            .filter(|a| !g.assignment_strategy.iter().any(|n| n == a.name()))
+            .cloned()
+            .collect();
         for name in &g.assignment_strategy {
-            let a =
-                assignor::builtin(name).ok_or_else(|| GroupError::UnknownAssignor(name.clone()))?;
+            let a = match custom.get(name) {
+                Some(a) => a.clone(),
+                None => assignor::builtin(name)
+                    .map(Arc::from)
+                    .ok_or_else(|| GroupError::UnknownAssignor(name.clone()))?,
+            };
             assignors.push(a);
         }
         // Cooperative only when every assignor supports it (Java's rule).

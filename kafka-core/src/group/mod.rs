@@ -3,8 +3,8 @@
 //!
 //! Files: `protocol` (ConsumerProtocol subscription/assignment, versions 0–3),
 //! `assignor/` (range, roundrobin, sticky, cooperative-sticky), `member` (the classic
-//! membership sub-machine), `kip848` (the KIP-848 member), `membership` (either), `offsets` (OffsetCommit and OffsetFetch),
-//! `pattern` (pattern subscriptions), `consumer`
+//! membership sub-machine), `kip848` (the KIP-848 member), `membership` (either), `topic_names` (KIP-848 topic ids to names), `offsets` (OffsetCommit and OffsetFetch),
+//! `pattern` (pattern subscriptions), `consumer/`
 //! ([`GroupConsumer`]: the fetcher driven by membership), `error`.
 
 pub mod assignor;
@@ -16,6 +16,7 @@ mod membership;
 mod offsets;
 mod pattern;
 pub mod protocol;
+mod topic_names;
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ use super::member::TopicPartition;
 use super::CommitError;
 use crate::client::{OpContext, RequestId};
 use crate::cluster::Route;
+use crate::consumer::Consumer;
 use crate::protocol::messages::offset_commit::request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -38,7 +39,8 @@ pub(crate) struct CommitAs {
 
 struct Commit {
     id: CommitId,
-    offsets: Vec<(TopicPartition, i64)>,
+    /// Partitions, offsets and the leader epoch of the record before each (-1: unknown).
+    offsets: Vec<(TopicPartition, i64, i32)>,
     membership: CommitAs,
     request: Option<RequestId<OffsetCommitRequest>>,
     retry_at: Option<Instant>,
@@ -63,12 +65,14 @@ pub(crate) struct Commits {
 
 impl Commits {
     /// Starts a commit of `offsets` for `membership`; `None` membership ends it at once
-    /// with [`CommitError::NotMember`].
+    /// with [`CommitError::NotMember`]. Each offset carries the leader epoch `fetcher`
+    /// knows for it (KIP-320), so a member restoring it validates it.
     pub(crate) fn start(
         &mut self,
         cx: &mut OpContext<'_>,
         membership: Option<CommitAs>,
         offsets: Vec<(TopicPartition, i64)>,
+        fetcher: &Consumer,
         timeout: Duration,
     ) -> CommitId {
         self.next += 1;
@@ -84,6 +88,13 @@ impl Commits {
             self.done.push_back(CommitDone { id, result: Ok(()) });
             return id;
         }
+        let offsets = offsets
+            .into_iter()
+            .map(|(tp, o)| {
+                let epoch = fetcher.epoch_before(&tp.0, tp.1, o).unwrap_or(-1);
+                (tp, o, epoch)
+            })
+            .collect();
         let mut c = Commit {
             id,
             offsets,
@@ -180,11 +191,11 @@ enum Outcome {
 
 fn send(cx: &mut OpContext<'_>, c: &mut Commit) {
     let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
-    for ((topic, partition), offset) in &c.offsets {
+    for ((topic, partition), offset, epoch) in &c.offsets {
         let p = OffsetCommitRequestPartition {
             partition_index: *partition,
             committed_offset: *offset,
-            committed_leader_epoch: -1,
+            committed_leader_epoch: *epoch,
             committed_metadata: Some(String::new()),
             ..Default::default()
         };
@@ -247,13 +258,16 @@ fn judge(
     let all = c
         .offsets
         .iter()
-        .all(|((t, p), _)| answered.contains(&(&**t, *p)));
+        .all(|((t, p), _, _)| answered.contains(&(&**t, *p)));
     if all {
         Outcome::Done(Ok(()))
     } else {
         Outcome::Retry("the answer left partitions out".into())
     }
 }
+
+/// A committed offset and the leader epoch committed with it, if any.
+pub(crate) type Committed = (i64, Option<i32>);
 
 /// An OffsetFetch for newly assigned partitions.
 pub(crate) struct Fetching {
@@ -302,12 +316,13 @@ impl Fetching {
         self.request = Some(cx.send_version(route, req, FETCH_VERSION));
     }
 
-    /// Committed offsets (`None` = nothing committed) once answered.
+    /// Committed offsets (`None` = nothing committed) and the leader epoch committed
+    /// with each (if any), once answered.
     pub(crate) fn poll(
         &mut self,
         cx: &mut OpContext<'_>,
         group: &str,
-    ) -> Option<BTreeMap<TopicPartition, Option<i64>>> {
+    ) -> Option<BTreeMap<TopicPartition, Option<Committed>>> {
         let now = cx.now();
         if let Some(at) = self.retry_at {
             if at > now {
@@ -333,7 +348,10 @@ impl Fetching {
                         }
                         let code = KafkaCode(p.error_code);
                         if code == KafkaCode::NONE {
-                            let at = Some(p.committed_offset).filter(|&o| o >= 0);
+                            let epoch = Some(p.committed_leader_epoch).filter(|&e| e >= 0);
+                            let at = Some(p.committed_offset)
+                                .filter(|&o| o >= 0)
+                                .map(|o| (o, epoch));
                             found.insert(tp, at);
                         } else {
                             // UNSTABLE_OFFSET_COMMIT (a transaction is pending), loading,
@@ -346,7 +364,18 @@ impl Fetching {
                     retry = true;
                 }
             }
-            _ => retry = true,
+            Ok(resp) => {
+                let code = KafkaCode(resp.error_code);
+                if matches!(
+                    code,
+                    KafkaCode::NOT_COORDINATOR | KafkaCode::COORDINATOR_NOT_AVAILABLE
+                ) {
+                    // The coordinator moved: look it up again before the retry.
+                    cx.invalidate_coordinator(group);
+                }
+                retry = true;
+            }
+            Err(_) => retry = true,
         }
         if retry {
             self.attempts += 1;

@@ -50,6 +50,20 @@ pub(super) struct Batch {
     pub(super) maybe_written: bool,
 }
 
+impl Batch {
+    /// How to report this batch failed with `error`: as `error`, unless a request
+    /// carrying it was written and its outcome never learnt — then the broker may have
+    /// it, and the report must not say it was never written
+    /// ([`ProduceError::Unresolved`]).
+    pub(super) fn failure(&self, error: ProduceError) -> ProduceError {
+        if self.maybe_written && !error.possibly_delivered() {
+            ProduceError::Unresolved
+        } else {
+            error
+        }
+    }
+}
+
 /// The bytes of a sealed batch: mutable until sent (the producer fields are written
 /// then), shared after.
 #[derive(Debug)]
@@ -99,6 +113,8 @@ impl BatchBytes {
 struct OpenBatch {
     id: BatchId,
     created: Instant,
+    /// When `linger.ms` is up (its key in [`Accumulator::lingering`]).
+    due: Instant,
     charged: usize,
 }
 
@@ -251,10 +267,12 @@ impl Accumulator {
     }
 
     /// Appends a record (already checked with [`fits`](Self::fits)); returns the
-    /// batch and index it got.
+    /// batch and index it got. A batch it opens is created `now` (the delivery timeout
+    /// counts from there) and lingers from `sent` (≤ `now`: when the application handed
+    /// the record over).
     pub(super) fn append(
         &mut self,
-        now: Instant,
+        (now, sent): (Instant, Instant),
         part: usize,
         record: &NewRecord<'_>,
         size: usize,
@@ -268,7 +286,7 @@ impl Accumulator {
                 Append::Full => self.seal(part)?,
             }
         }
-        self.open(now, part, size);
+        self.open(now, sent, part, size);
         match self.parts[part].builder.append_record(record) {
             Ok(Append::Appended { offset_delta }) => {
                 let id = self.grow(part);
@@ -293,18 +311,20 @@ impl Accumulator {
         open.id
     }
 
-    fn open(&mut self, now: Instant, part: usize, size: usize) {
+    fn open(&mut self, now: Instant, sent: Instant, part: usize, size: usize) {
         let charged = self.reservation().max(size + BATCH_OVERHEAD);
         self.used += charged;
         let id = BatchId(self.next_batch);
         self.next_batch += 1;
         self.outstanding.insert(id.0, 1);
+        let due = sent.min(now) + self.linger;
         self.parts[part].open = Some(OpenBatch {
             id,
             created: now,
+            due,
             charged,
         });
-        self.lingering.insert((now + self.linger, part));
+        self.lingering.insert((due, part));
     }
 
     /// Drops an open batch that got no record (its first append failed).
@@ -312,7 +332,7 @@ impl Accumulator {
         if let Some(open) = self.parts[part].open.take() {
             self.used -= open.charged;
             self.outstanding.remove(&open.id.0);
-            self.lingering.remove(&(open.created + self.linger, part));
+            self.lingering.remove(&(open.due, part));
         }
         self.parts[part].builder.reset();
     }
@@ -322,7 +342,7 @@ impl Accumulator {
         let Some(open) = self.parts[part].open.take() else {
             return Ok(());
         };
-        self.lingering.remove(&(open.created + self.linger, part));
+        self.lingering.remove(&(open.due, part));
         let p = &mut self.parts[part];
         let records = p.builder.len() as u32;
         let sealed = match p.builder.seal() {
@@ -375,6 +395,15 @@ impl Accumulator {
             let _ = self.seal(part);
         }
         None
+    }
+
+    /// The earliest linger deadline after `now` of the open batches (those due by `now`
+    /// are sealed at the next [`seal_due`](Self::seal_due)).
+    pub(super) fn next_linger_after(&self, now: Instant) -> Option<Instant> {
+        self.lingering
+            .iter()
+            .map(|&(at, _)| at)
+            .find(|&at| at > now)
     }
 
     /// Seals every open batch (flush, close).

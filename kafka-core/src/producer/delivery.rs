@@ -233,10 +233,11 @@ pub enum ProduceError {
     },
     /// The producer's id/epoch had to be renewed while the batch's earlier attempt was
     /// unresolved: resending it under the new epoch could duplicate it, so it is not
-    /// resent. Also the outcome of a batch whose retry is refused as out of order after
-    /// an earlier attempt may have been appended (it may have left the broker's
-    /// duplicate window).
-    #[error("sequence reset while the batch was unresolved (possibly delivered)")]
+    /// resent. Also the outcome of a batch that fails for any other reason (refused,
+    /// aborted with its transaction, the producer failed) after an earlier attempt may
+    /// have been appended — e.g. a retry refused as out of order once the first attempt
+    /// left the broker's duplicate window: the broker may have it.
+    #[error("batch failed after an attempt with an unknown outcome (possibly delivered)")]
     Unresolved,
     /// The broker refused a batch of one record as too large (MESSAGE_TOO_LARGE: over
     /// the topic's `max.message.bytes`). Larger batches are split instead.

@@ -146,7 +146,7 @@ impl Idempotence {
     /// Asks for an epoch bump (KIP-360); it happens once nothing is in flight.
     pub(super) fn want_bump(&mut self) {
         if self.enabled() && !self.bump_wanted {
-            tracing::info!("producer epoch bump requested");
+            crate::trace::info!("producer epoch bump requested");
             self.bump_wanted = true;
         }
     }
@@ -213,7 +213,7 @@ impl Idempotence {
                 if code == KafkaCode::NONE {
                     if from.is_some() {
                         self.bumps += 1;
-                        tracing::info!(
+                        crate::trace::info!(
                             producer_id = resp.producer_id,
                             epoch = resp.producer_epoch,
                             "producer epoch bumped"
@@ -236,7 +236,7 @@ impl Idempotence {
                             retry(self, cx, from)
                         }
                         _ => {
-                            tracing::error!(%code, "InitProducerId refused: producer is fatal");
+                            crate::trace::error!(%code, "InitProducerId refused: producer is fatal");
                             self.state = PidState::Fatal;
                             Step::Fatal(code)
                         }
@@ -250,7 +250,7 @@ impl Idempotence {
                 } else if code.is_retriable() {
                     retry(self, cx, from)
                 } else {
-                    tracing::error!(%code, "InitProducerId refused: producer is fatal");
+                    crate::trace::error!(%code, "InitProducerId refused: producer is fatal");
                     self.state = PidState::Fatal;
                     Step::Fatal(code)
                 }
@@ -258,8 +258,9 @@ impl Idempotence {
             Err(RequestError::Connection(_)) | Err(RequestError::NoRoute(_)) => {
                 retry(self, cx, from)
             }
+            #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] // only logged
             Err(e) => {
-                tracing::error!(error = %e, "InitProducerId failed: producer is fatal");
+                crate::trace::error!(error = %e, "InitProducerId failed: producer is fatal");
                 let code = KafkaCode::UNSUPPORTED_VERSION;
                 self.state = PidState::Fatal;
                 Step::Fatal(code)

@@ -54,6 +54,7 @@ mod txn;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 pub use delivery::{
     Appended, BatchId, Blocked, Delivered, ProduceError, ProducerRecord, Report, SendError,
@@ -219,7 +220,22 @@ impl Producer {
         cx: &mut OpContext<'_>,
         record: &ProducerRecord<'_>,
     ) -> Result<Appended, SendError> {
-        let r = self.append(cx, record);
+        let now = cx.now();
+        self.send_at(cx, record, now)
+    }
+
+    /// [`send`](Self::send) for a record the application handed over at `sent` (no later
+    /// than now), for an adapter that stages records and appends them later in bulk: a
+    /// batch the record opens is due `linger.ms` after `sent`, not after now, so staging
+    /// adds no latency. Its timestamp (if unset) and the delivery timeout still count
+    /// from now.
+    pub fn send_at(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        record: &ProducerRecord<'_>,
+        sent: Instant,
+    ) -> Result<Appended, SendError> {
+        let r = self.append(cx, record, sent);
         if let (Err(e), Some(t)) = (&r, &mut self.txn) {
             if !matches!(
                 e,
@@ -247,6 +263,7 @@ impl Producer {
         &mut self,
         cx: &mut OpContext<'_>,
         record: &ProducerRecord<'_>,
+        sent: Instant,
     ) -> Result<Appended, SendError> {
         if let Some(e) = &self.fatal {
             return Err(SendError::Fatal(e.clone()));
@@ -289,7 +306,7 @@ impl Producer {
             value: record.value,
             headers: record.headers,
         };
-        let (batch, index) = self.acc.append(cx.now(), part, &new, size)?;
+        let (batch, index) = self.acc.append((cx.now(), sent), part, &new, size)?;
         if let Some(t) = &mut self.txn {
             t.appended(part);
         }
@@ -300,6 +317,18 @@ impl Producer {
             partition,
             timestamp,
         })
+    }
+
+    /// When the next batch is due by `linger.ms` (the earliest linger deadline after
+    /// `now` of the open batches); `None` if no batch is open, or a flush, close or
+    /// fatal error has every open batch sealed at the next poll. An adapter that stages
+    /// records uses it as the latest time to hand staged records over without
+    /// changing which batch they join.
+    pub fn next_linger_deadline(&self, now: Instant) -> Option<Instant> {
+        if self.closing || self.flush_until.is_some() || self.fatal.is_some() {
+            return None;
+        }
+        self.acc.next_linger_after(now)
     }
 
     /// Seals every open batch now (linger is cut short) and returns a token for
@@ -550,10 +579,10 @@ impl Producer {
             );
         }
         let error = ProduceError::Fatal { code };
-        tracing::error!(%code, "producer failed fatally");
+        crate::trace::error!(%code, "producer failed fatally");
         self.fatal = Some(error.clone());
         self.sender.abandon(cx, &mut self.acc);
-        self.acc.fail_all(|_| error.clone());
+        self.acc.fail_all(|b| b.failure(error.clone()));
     }
 }
 
@@ -587,6 +616,7 @@ impl Operation for Producer {
             }
         }
         if let (None, Some(t)) = (&self.fatal, &mut self.txn) {
+            t.drop_returned(&mut self.acc);
             txn_wake = t.step(cx, &self.acc, &mut self.idem, self.sender.in_flight());
             if t.take_epoch_changed() {
                 restart_sequences(&mut self.acc, &mut self.metrics);

@@ -456,11 +456,11 @@ impl Sender {
                     } else {
                         broker_error(code.unwrap_or(KafkaCode::REQUEST_TIMED_OUT), None)
                     };
-                    tracing::warn!(topic = %acc.parts[part].topic, partition = acc.parts[part].partition, %error, "batch failed after retries");
+                    crate::trace::warn!(topic = %acc.parts[part].topic, partition = acc.parts[part].partition, %error, "batch failed after retries");
                     self.drop_batch(acc, idem, batch, error, metrics);
                 } else {
                     let delay = cx.retry_backoff(batch.attempts);
-                    tracing::debug!(topic = %acc.parts[part].topic, partition = acc.parts[part].partition, attempt = batch.attempts, ?code, "retrying batch");
+                    crate::trace::debug!(topic = %acc.parts[part].topic, partition = acc.parts[part].partition, attempt = batch.attempts, ?code, "retrying batch");
                     acc.parts[part].backoff_until = Some(now + delay);
                     acc.parts[part].failed.push(batch);
                 }
@@ -471,9 +471,10 @@ impl Sender {
             Outcome::Split => {
                 let (records, bytes) = (batch.records, batch.bytes.len());
                 match acc.split(batch) {
+                    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] // only logged
                     Ok(pieces) => {
                         metrics.batch_splits += 1;
-                        tracing::warn!(topic = %acc.parts[part].topic, partition = acc.parts[part].partition, records, bytes, pieces, "batch too large for the broker: split");
+                        crate::trace::warn!(topic = %acc.parts[part].topic, partition = acc.parts[part].partition, records, bytes, pieces, "batch too large for the broker: split");
                     }
                     Err(batch) => {
                         let error = if records == 1 {
@@ -497,7 +498,8 @@ impl Sender {
             }
             Outcome::Fatal(code) => {
                 metrics.count_error(code);
-                acc.finish(batch, Err(ProduceError::Fatal { code }));
+                let error = batch.failure(ProduceError::Fatal { code });
+                acc.finish(batch, Err(error));
                 Some(code)
             }
         }
@@ -516,6 +518,7 @@ impl Sender {
             idem.want_bump();
         }
         metrics.records_failed += u64::from(batch.records);
+        let error = batch.failure(error);
         acc.finish(batch, Err(error));
     }
 
@@ -664,7 +667,7 @@ fn classify(
             if head || overtaken {
                 // The broker lost our sequence at the head of the line: this batch fails,
                 // the epoch is bumped for the rest (KIP-360).
-                tracing::warn!(%code, "out-of-order sequence at the head of a partition");
+                crate::trace::warn!(%code, "out-of-order sequence at the head of a partition");
                 if batch.maybe_written {
                     // An earlier attempt may have been appended and has since left the
                     // broker's five-batch duplicate window (later batches were appended

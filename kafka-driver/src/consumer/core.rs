@@ -28,6 +28,8 @@ pub trait FetchMachine: Operation<Output = ConsumerMetrics> {
     fn assign(&mut self, cx: &mut OpContext<'_>, partitions: &[TopicPartition]);
     /// Moves a position.
     fn seek(&mut self, topic: &str, partition: i32, offset: i64);
+    /// Moves a position back to records handed out but not consumed (keeps its epoch).
+    fn rewind(&mut self, topic: &str, partition: i32, offset: i64);
     /// Moves positions to the log start.
     fn seek_to_beginning(&mut self, partitions: &[TopicPartition]);
     /// Moves positions to the log end.
@@ -56,6 +58,9 @@ macro_rules! fetch_machine_common {
         }
         fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
             $m::seek(self, topic, partition, offset);
+        }
+        fn rewind(&mut self, topic: &str, partition: i32, offset: i64) {
+            $m::rewind(self, topic, partition, offset);
         }
         fn seek_to_beginning(&mut self, partitions: &[TopicPartition]) {
             $m::seek_to_beginning(self, names(partitions));
@@ -207,7 +212,7 @@ impl<M: FetchMachine> ConsumerCore<M> {
                     false
                 });
                 for ((t, p), offset) in &rewinds {
-                    c.seek(t, *p, *offset);
+                    c.rewind(t, *p, *offset);
                 }
                 c.pause(&parts);
             }

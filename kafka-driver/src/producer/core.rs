@@ -29,10 +29,12 @@ struct Waiter {
 }
 
 /// Records taken from the staging queue at once: the first `end` records taken (in all)
-/// fail at `deadline` if the core still lacks their topic's metadata.
+/// fail at `deadline` if the core still lacks their topic's metadata; `sent` is when the
+/// first of them was staged (batches they open linger from then).
 struct Take {
     end: u64,
     deadline: Instant,
+    sent: Instant,
 }
 
 /// A hasher for batch ids (sequential `u64`s from the core, not attacker-chosen):
@@ -131,6 +133,9 @@ pub struct ProducerCore {
     finished: Option<ProducerMetrics>,
     /// Why the backlog's head waits (for logs and tests).
     blocked: Option<Blocked>,
+    /// When the driver takes the staging queue next without a wake (the earliest linger
+    /// deadline of the open batches, as planned at the last take).
+    planned: Option<Instant>,
     reports: Vec<Report>,
     /// Transactional calls not started yet, in order.
     txn_calls: VecDeque<(TxnCall, TxnDone)>,
@@ -162,6 +167,7 @@ impl ProducerCore {
             closes: Vec::new(),
             finished: None,
             blocked: None,
+            planned: None,
             reports: Vec::new(),
             txn_calls: VecDeque::new(),
             txn_waiting: None,
@@ -260,18 +266,22 @@ impl ProducerCore {
         self.blocked
     }
 
-    /// When the head of the backlog fails if the core still lacks its topic's metadata.
+    /// When the driver must [`pump`](Self::pump) this producer without being asked: the
+    /// head of the backlog fails if the core still lacks its topic's metadata, or the
+    /// planned take of the staging queue (senders do not wake the driver meanwhile).
     pub fn deadline(&self) -> Option<Instant> {
-        if self.blocked != Some(Blocked::Metadata) || self.backlog.is_empty() {
-            return None;
-        }
-        self.head_deadline()
+        let metadata = if self.blocked == Some(Blocked::Metadata) && !self.backlog.is_empty() {
+            self.head_take().map(|t| t.deadline)
+        } else {
+            None
+        };
+        metadata.into_iter().chain(self.planned).min()
     }
 
-    /// When the backlog's head fails if its topic's metadata stays unknown.
-    fn head_deadline(&self) -> Option<Instant> {
+    /// The take the backlog's head came in.
+    fn head_take(&self) -> Option<&Take> {
         let i = self.takes.partition_point(|t| t.end <= self.taken);
-        self.takes.get(i).map(|t| t.deadline)
+        self.takes.get(i)
     }
 
     /// Takes what is staged, appends as much as the core takes, completes reported
@@ -288,6 +298,9 @@ impl ProducerCore {
         let ran = core.command(now, self.id, |p, cx| {
             self.blocked = None;
             while let Some(head) = self.backlog.front() {
+                let (sent_at, expired) = self
+                    .head_take()
+                    .map_or((now, false), |t| (t.sent, now >= t.deadline));
                 let r = &head.record;
                 let headers: Vec<NewHeader<'_>> = r
                     .headers
@@ -305,11 +318,10 @@ impl ProducerCore {
                     headers: &headers,
                     timestamp: r.timestamp,
                 };
-                let sent = p.send(cx, &record);
+                let sent = p.send_at(cx, &record, sent_at);
                 // Waiting for room in `buffer.memory` never expires here: the buffer
                 // drains as batches end (delivered, failed, or `delivery.timeout.ms`),
                 // and senders time out on the full staging queue meanwhile.
-                let expired = self.head_deadline().is_some_and(|d| now >= d);
                 match sent {
                     Err(SendError::WouldBlock(why)) if !expired || why == Blocked::BufferFull => {
                         self.blocked = Some(why);
@@ -366,6 +378,14 @@ impl ProducerCore {
                     i += 1;
                 }
             }
+            // The next take is due when the first open batch is (records staged until
+            // then join the batches they would have joined at once); nothing is
+            // planned while the core refuses the backlog or a close is under way.
+            if self.backlog.is_empty() && !self.closing {
+                p.next_linger_deadline(now)
+            } else {
+                None
+            }
         });
         for report in reports.drain(..) {
             self.complete(report);
@@ -374,7 +394,8 @@ impl ProducerCore {
         for f in done_flushes {
             let _ = f.done.push(());
         }
-        self.shared.release(freed);
+        self.planned = ran.flatten();
+        self.shared.settle(freed, self.planned.is_some());
         if ran.is_none() {
             self.finish(core);
         }
@@ -463,12 +484,17 @@ impl ProducerCore {
     }
 
     fn take_staged(&mut self, now: Instant) {
+        self.planned = None;
         let mut inbox = self.shared.lock();
         inbox.wake_pending = false;
+        // Until the driver plans again, the next send wakes it.
+        inbox.planned = false;
         let n = inbox.staged.len() as u64;
         if n == 0 {
             return;
         }
+        let sent = inbox.first_at.take().map_or(now, |t| t.min(now));
+        inbox.staged_bytes = 0;
         if self.backlog.is_empty() {
             // Swap buffers: no record is moved, and both allocations are reused.
             let spare = Vec::from(std::mem::take(&mut self.backlog));
@@ -481,6 +507,7 @@ impl ProducerCore {
         self.takes.push_back(Take {
             end: self.received,
             deadline: now + self.shared.max_block,
+            sent,
         });
     }
 

@@ -10,10 +10,22 @@
 //!        ◄── Event::Notify ── take_report (one per batch) ── completes every record's slot
 //! ```
 //!
-//! Hot path: a send locks the staging queue once, moves the record in and (only if the
-//! driver is not already due) wakes the driver; the driver takes the whole queue at once
-//! and appends it in one `command`. Delivery handles share one slot allocation per run of
+//! Hot path: a send locks the staging queue once, moves the record in and wakes the
+//! driver only when it must (below); the driver takes the whole queue at once and
+//! appends it in one `command`. Delivery handles share one slot allocation per run of
 //! [`SLOTS_PER_CHUNK`] sends (plus an index), so no per-record channel or oneshot exists.
+//!
+//! Wake rule: after each take the driver *plans* its next one when it can — at the
+//! earliest linger deadline of the open batches, the time it must look anyway — and
+//! says so in the queue. A send then only stages, without waking it, unless a wake is
+//! already out, or a batch's worth (`batch.size`) is staged, or the queue is full. With
+//! nothing planned (no batch open, a backlog the core refused, a flush or close under
+//! way) the first record staged wakes the driver, as before. Flush, close and the
+//! transactional calls take the queue themselves. Staged records keep the time the first
+//! of them was staged, and a batch they open lingers from then
+//! ([`Producer::send_at`](kafka_core::producer::Producer::send_at)), so the plan costs
+//! no latency: at a low rate the driver wakes about twice per linger period instead of
+//! once per record.
 //!
 //! Bounds: the staging queue holds at most [`Outbox::limit`] bytes (records the core has
 //! not accepted yet, waiting in the queue or in the driver's backlog); `buffer.memory`
@@ -175,8 +187,15 @@ pub(crate) struct Inbox {
     pub(crate) seq: u64,
     /// The slots the next sends use, and how many of them are given out.
     chunk: Option<(Arc<Slots>, u32)>,
+    /// Bytes of the records in `staged` (since the driver last took the queue).
+    pub(crate) staged_bytes: usize,
+    /// When the first record now in `staged` was staged.
+    pub(crate) first_at: Option<Instant>,
     /// A wake of the driver is out and it has not taken the queue since.
     pub(crate) wake_pending: bool,
+    /// The driver will take the queue by a deadline of its own (see the wake rule in
+    /// the module docs): sends below a batch's worth need not wake it.
+    pub(crate) planned: bool,
     /// Async senders waiting for room.
     pub(crate) space_wakers: Vec<Waker>,
     /// Blocking senders parked on [`Shared::space`].
@@ -191,6 +210,8 @@ pub(crate) struct Shared {
     pub(crate) space: Condvar,
     pub(crate) max_block: Duration,
     pub(crate) limit: usize,
+    /// Staged bytes that wake a driver that planned its next take (`batch.size`).
+    wake_bytes: usize,
     wake: Box<dyn Fn() + Send + Sync>,
 }
 
@@ -201,11 +222,21 @@ impl Shared {
 
     /// Gives back room: `freed` bytes left the queue; waiting senders retry.
     pub(crate) fn release(&self, freed: usize) {
-        if freed == 0 {
+        self.settle(freed, false);
+    }
+
+    /// After a take: gives back `freed` bytes (waiting senders retry) and, with
+    /// `planned`, tells senders the driver takes the queue by itself next.
+    pub(crate) fn settle(&self, freed: usize, planned: bool) {
+        if freed == 0 && !planned {
             return;
         }
         let (wakers, parked) = {
             let mut inbox = self.lock();
+            inbox.planned |= planned;
+            if freed == 0 {
+                return;
+            }
             inbox.bytes = inbox.bytes.saturating_sub(freed);
             (std::mem::take(&mut inbox.space_wakers), inbox.parked)
         };
@@ -242,7 +273,8 @@ pub struct Outbox {
 impl Outbox {
     /// An outbox for a producer with `config`'s producer settings; `wake` must make the
     /// driver call [`ProducerCore::pump`] (through [`Hub::pump_producer`](crate::Hub))
-    /// for `key` soon (it is called at most once per drain of the queue).
+    /// for `key` soon (it is called at most once per drain of the queue, and not while
+    /// the driver has planned its next take: see the module docs).
     pub fn new(config: &ClientConfig, key: ProducerKey, wake: Box<dyn Fn() + Send + Sync>) -> Self {
         let p = config.producer();
         let limit = staging_limit(p.buffer_memory, p.batch_size);
@@ -253,7 +285,10 @@ impl Outbox {
                     bytes: 0,
                     seq: 0,
                     chunk: None,
+                    staged_bytes: 0,
+                    first_at: None,
                     wake_pending: false,
+                    planned: false,
                     space_wakers: Vec::new(),
                     parked: 0,
                     closed: false,
@@ -261,6 +296,7 @@ impl Outbox {
                 space: Condvar::new(),
                 max_block: p.max_block,
                 limit,
+                wake_bytes: p.batch_size.clamp(1, limit),
                 wake,
             }),
             key,
@@ -335,7 +371,7 @@ impl Outbox {
         let mut deadline = None;
         loop {
             if let Poll::Ready(r) = self.stage_locked(&mut inbox, &mut record, &mut callback) {
-                let wake = r.is_ok() && !std::mem::replace(&mut inbox.wake_pending, true);
+                let wake = r.is_ok() && self.claim_wake(&mut inbox, false);
                 drop(inbox);
                 if wake {
                     (self.shared.wake)();
@@ -346,6 +382,12 @@ impl Outbox {
             let until = *deadline.get_or_insert(now + self.shared.max_block);
             if now >= until {
                 return Err(Refused::Timeout(self.shared.max_block));
+            }
+            if self.claim_wake(&mut inbox, true) {
+                drop(inbox);
+                (self.shared.wake)();
+                inbox = self.shared.lock();
+                continue;
             }
             inbox.parked += 1;
             inbox = self
@@ -367,7 +409,7 @@ impl Outbox {
         let mut inbox = self.shared.lock();
         match self.stage_locked(&mut inbox, record, callback) {
             Poll::Ready(r) => {
-                let wake = r.is_ok() && !std::mem::replace(&mut inbox.wake_pending, true);
+                let wake = r.is_ok() && self.claim_wake(&mut inbox, false);
                 drop(inbox);
                 if wake {
                     (self.shared.wake)();
@@ -380,9 +422,31 @@ impl Outbox {
                         inbox.space_wakers.push(w.clone());
                     }
                 }
+                let wake = self.claim_wake(&mut inbox, true);
+                drop(inbox);
+                if wake {
+                    (self.shared.wake)();
+                }
                 Poll::Pending
             }
         }
+    }
+
+    /// Whether this send must wake the driver (then the wake is marked out): never while
+    /// one is out; after staging a record (`full` false) unless the driver planned its
+    /// next take and less than a batch's worth is staged; on a full queue (`full`) only
+    /// if the driver planned, since it would otherwise come by itself.
+    fn claim_wake(&self, inbox: &mut Inbox, full: bool) -> bool {
+        let needed = if full {
+            inbox.planned
+        } else {
+            !inbox.planned || inbox.staged_bytes >= self.shared.wake_bytes
+        };
+        if inbox.wake_pending || !needed {
+            return false;
+        }
+        inbox.wake_pending = true;
+        true
     }
 
     /// Moves the record into the queue if it fits (or the queue is empty); its outcome
@@ -418,7 +482,11 @@ impl Outbox {
                 (sink, Some(delivery))
             }
         };
+        if inbox.staged.is_empty() {
+            inbox.first_at = Some(Instant::now());
+        }
         inbox.bytes += size;
+        inbox.staged_bytes += size;
         inbox.seq += 1;
         inbox.staged.push(Staged { record, sink, size });
         Poll::Ready(Ok(delivery))
@@ -432,6 +500,7 @@ impl std::fmt::Debug for Outbox {
             .field("key", &self.key)
             .field("staged", &inbox.staged.len())
             .field("bytes", &inbox.bytes)
+            .field("planned", &inbox.planned)
             .field("closed", &inbox.closed)
             .finish_non_exhaustive()
     }

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use kafka_core::admin::{
     AdminError, AlterPartitionReassignments, AlterReplicaLogDirs, BrokerLogDirs, CreateTopics,
-    DescribeCluster, DescribeFeatures, DescribeLogDirs, ElectLeaders, ElectionType, FeatureUpdate,
-    ListPartitionReassignments, NewTopic, TopicPartition, TopicPartitionReplica, UpdateFeatures,
-    UpgradeType,
+    DescribeCluster, DescribeFeatures, DescribeLogDirs, DescribeReplicaLogDirs, ElectLeaders,
+    ElectionType, FeatureUpdate, ListPartitionReassignments, NewTopic, TopicPartition,
+    TopicPartitionReplica, UpdateFeatures, UpgradeType,
 };
 use kafka_core::protocol::KafkaCode;
 
@@ -25,6 +25,7 @@ macro_rules! __suite_cluster {
     ($d:ty) => {
         $crate::__suite_tests!($d;
             cluster::describe_log_dirs_and_move_a_replica,
+            cluster::describe_replica_log_dirs_per_replica,
             cluster::elect_leaders_per_partition,
             cluster::partition_reassignments,
             cluster::describe_and_update_features,
@@ -141,6 +142,41 @@ pub fn describe_log_dirs_and_move_a_replica<D: Driver>() {
         done.then_some(dirs)
     });
     assert_eq!(dirs[&to].replicas[&tp].offset_lag, 0, "{dirs:?}");
+}
+
+/// DescribeReplicaLogDirs: a hosted replica is in the dir DescribeLogDirs names, caught
+/// up, not moving; a partition the broker does not host is known nowhere; a broker that
+/// does not exist fails its replicas alone.
+pub fn describe_replica_log_dirs_per_replica<D: Driver>() {
+    let Some(admin) = plaintext::<D>("describe_replica_log_dirs_per_replica") else {
+        return;
+    };
+    let name = unique::<D>("replica-dirs");
+    let broker = topic_on_rig(&admin, &name, 1);
+    let tp = TopicPartition::new(&name, 0);
+    let dir = wait_for("the new partition in a log dir", || {
+        dir_of(&log_dirs(&admin, broker), &tp)
+    });
+    let hosted = TopicPartitionReplica::new(&name, 0, broker);
+    let absent = TopicPartitionReplica::new(&name, 5, broker);
+    let elsewhere = TopicPartitionReplica::new(&name, 0, broker + 1000);
+    let out = admin
+        .run(
+            DescribeReplicaLogDirs::new([hosted.clone(), absent.clone(), elsewhere.clone()])
+                .timeout(Duration::from_secs(3)),
+        )
+        .expect("describe replica log dirs call");
+    let info = out[&hosted].as_ref().expect("hosted replica");
+    assert_eq!(
+        info.current_replica_log_dir.as_ref(),
+        Some(&dir),
+        "{info:?}"
+    );
+    assert_eq!(info.current_replica_offset_lag, Some(0), "{info:?}");
+    assert_eq!(info.future_replica_log_dir, None, "{info:?}");
+    let none = out[&absent].as_ref().expect("answered");
+    assert_eq!(none.current_replica_log_dir, None, "{none:?}");
+    assert!(out[&elsewhere].is_err(), "{out:?}");
 }
 
 /// ElectLeaders: on the single node every leader is already the preferred replica, so

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kafka_core::admin::{
-    AdminError, AlterConfigOp, AlterConfigs, Config, ConfigResource, ConfigSource, DescribeCluster,
-    DescribeConfigs, IncrementalAlterConfigs,
+    AdminError, AlterConfigOp, AlterConfigs, Config, ConfigResource, ConfigResourceType,
+    ConfigSource, DescribeCluster, DescribeConfigs, IncrementalAlterConfigs, ListConfigResources,
 };
 use kafka_core::protocol::KafkaCode;
 
@@ -22,6 +22,7 @@ macro_rules! __suite_configs {
             configs::topic_configs_replaced_whole,
             configs::broker_configs_with_synonyms,
             configs::broker_config_altered_incrementally,
+            configs::list_config_resources_by_type,
         );
     };
 }
@@ -269,7 +270,9 @@ pub fn broker_configs_with_synonyms<D: Driver>() {
     let err = admin
         .run(DescribeConfigs::new([nowhere]).timeout(Duration::from_secs(2)))
         .expect_err("no broker 9999");
-    assert_eq!(err, AdminError::Timeout);
+    // The timeout says why: the broker is not in the metadata.
+    assert!(matches!(err, AdminError::Timeout { .. }), "{err}");
+    assert!(err.to_string().contains("broker 9999"), "{err}");
 }
 
 /// IncrementalAlterConfigs of a broker's dynamic config (sent to that broker): read back
@@ -325,4 +328,59 @@ pub fn broker_config_altered_incrementally<D: Driver>() {
         .expect("delete");
     assert!(r[&broker].is_ok(), "{r:?}");
     wait_for(&admin, &broker, key, &default, ConfigSource::DefaultConfig);
+}
+
+/// ListConfigResources (KIP-1142): a client-metrics subscription made with
+/// IncrementalAlterConfigs is listed under its type, a new topic under its own; the
+/// type filter keeps the others out, and no filter lists both.
+pub fn list_config_resources_by_type<D: Driver>() {
+    let Some(admin) = plaintext::<D>("list_config_resources_by_type") else {
+        return;
+    };
+    let name = unique::<D>("cfg-res");
+    create_topic(&admin, &name, 1);
+    let topic = ConfigResource::topic(&name);
+    let metrics = ConfigResource::new(ConfigResourceType::ClientMetrics, unique::<D>("cm"));
+    let set = admin
+        .run(IncrementalAlterConfigs::new([(
+            metrics.clone(),
+            vec![
+                AlterConfigOp::set("metrics", "org.apache.kafka.producer."),
+                AlterConfigOp::set("interval.ms", "60000"),
+            ],
+        )]))
+        .expect("create client metrics resource");
+    assert_eq!(set[&metrics], Ok(()), "{set:?}");
+
+    let listed = eventually("the client metrics resource listed", || {
+        let listed = admin
+            .run(ListConfigResources::client_metrics())
+            .expect("list client metrics resources");
+        listed.contains(&metrics).then_some(listed)
+    });
+    assert!(
+        listed
+            .iter()
+            .all(|r| r.kind == ConfigResourceType::ClientMetrics),
+        "{listed:?}"
+    );
+    let topics = admin
+        .run(ListConfigResources::new().types([ConfigResourceType::Topic]))
+        .expect("list topic resources");
+    assert!(topics.contains(&topic), "{topics:?}");
+    assert!(!topics.contains(&metrics));
+    let all = admin
+        .run(ListConfigResources::new())
+        .expect("list every resource");
+    assert!(all.contains(&topic) && all.contains(&metrics), "{all:?}");
+
+    admin
+        .run(IncrementalAlterConfigs::new([(
+            metrics.clone(),
+            vec![
+                AlterConfigOp::delete("metrics"),
+                AlterConfigOp::delete("interval.ms"),
+            ],
+        )]))
+        .expect("delete client metrics resource");
 }

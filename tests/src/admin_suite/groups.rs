@@ -90,7 +90,7 @@ fn assignment(topic: &str, partitions: &[i32]) -> Bytes {
 
 /// Joins a classic consumer group as its only member and syncs with `partitions` of
 /// `topic` assigned to itself; returns the member id. `instance` makes it static.
-fn classic_member<D: Driver>(
+pub(crate) fn classic_member<D: Driver>(
     admin: &D,
     group: &str,
     topic: &str,
@@ -154,7 +154,7 @@ fn classic_member<D: Driver>(
 
 /// Joins a KIP-848 `consumer` group subscribed to `topic` and heartbeats until the
 /// member owns its assignment; returns the member id.
-fn consumer_member<D: Driver>(admin: &D, group: &str, topic: &str) -> String {
+pub(crate) fn consumer_member<D: Driver>(admin: &D, group: &str, topic: &str) -> String {
     let member_id = unique::<D>("member");
     let mut hb = ConsumerGroupHeartbeatRequest {
         group_id: group.to_string(),

@@ -15,8 +15,11 @@ use crate::rig_var;
 
 pub mod cluster;
 pub mod configs;
+pub mod errors;
+pub mod group_types;
 pub mod groups;
 pub mod offsets;
+pub mod quorum;
 pub mod security;
 pub mod topics;
 pub mod txns;
@@ -89,5 +92,8 @@ macro_rules! admin_suite {
         $crate::__suite_txns!($d);
         $crate::__suite_security!($d);
         $crate::__suite_cluster!($d);
+        $crate::__suite_errors!($d);
+        $crate::__suite_quorum!($d);
+        $crate::__suite_group_types!($d);
     };
 }

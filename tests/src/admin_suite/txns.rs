@@ -4,11 +4,14 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use kafka_blocking::{Error as BlockingError, Producer, Record};
 use kafka_core::admin::{
-    CreateTopics, DescribeCluster, DescribeProducers, DescribeTransactions, ListTransactions,
-    NewTopic, RawRequest, TopicPartition,
+    AbortTransaction, AbortTransactionSpec, CreateTopics, DescribeCluster, DescribeProducers,
+    DescribeTransactions, FenceProducers, IsolationLevel, ListOffsets, ListTransactions, NewTopic,
+    OffsetSpec, RawRequest, TopicPartition,
 };
 use kafka_core::cluster::Route;
+use kafka_core::config::ClientConfig;
 use kafka_core::protocol::messages::add_partitions_to_txn::request::AddPartitionsToTxnTopic;
 use kafka_core::protocol::messages::add_partitions_to_txn::AddPartitionsToTxnRequest;
 use kafka_core::protocol::messages::end_txn::EndTxnRequest;
@@ -20,7 +23,7 @@ use kafka_core::protocol::messages::produce::ProduceRequest;
 use kafka_core::protocol::{KafkaCode, Uuid};
 use kafka_core::record::{BatchEncoder, BatchOptions, NewRecord};
 
-use super::{plaintext, unique, Driver};
+use super::{config, plaintext, unique, Driver};
 
 /// Tests of this group (see [`admin_suite!`](crate::admin_suite)).
 #[doc(hidden)]
@@ -30,6 +33,8 @@ macro_rules! __suite_txns {
         $crate::__suite_tests!($d;
             txns::describe_producers_of_idempotent_producer,
             txns::describe_and_list_open_transaction,
+            txns::abort_a_hanging_transaction,
+            txns::fence_a_live_transactional_producer,
         );
     };
 }
@@ -319,5 +324,159 @@ pub fn describe_and_list_open_transaction<D: Driver>() {
             .expect("describe");
         let d = d[&txn].as_ref().expect("described");
         (d.state == "CompleteCommit").then_some(())
+    });
+}
+
+/// Generous bound for our transactional producer's calls.
+const TXN_WAIT: Duration = Duration::from_secs(30);
+
+/// Our transactional producer (`kafka_blocking::Producer`) with `transactional.id` `id`,
+/// its transactions initialized, on the rig of `admin`'s test.
+fn txn_producer(id: &str) -> Producer {
+    let bootstrap = crate::rig_var("KAFKA_BOOTSTRAP_SERVERS").expect("rig bootstrap");
+    let config: ClientConfig = config(&[
+        ("bootstrap.servers", &bootstrap),
+        ("transactional.id", id),
+        ("linger.ms", "0"),
+    ]);
+    let p = Producer::new(config).expect("transactional producer");
+    p.init_transactions(TXN_WAIT).expect("init transactions");
+    p
+}
+
+/// Begins a transaction and writes one record to `topic` (delivered, not committed).
+fn open_transaction(p: &Producer, topic: &str) {
+    p.begin_transaction().expect("begin");
+    p.send(Record::new(topic, "open"))
+        .expect("send")
+        .wait()
+        .expect("delivered");
+}
+
+/// The last stable offset of `tp` (ListOffsets latest under read_committed).
+fn last_stable_offset<D: Driver>(admin: &D, tp: &TopicPartition) -> i64 {
+    let listed = admin
+        .run(
+            ListOffsets::new([(tp.clone(), OffsetSpec::Latest)])
+                .isolation_level(IsolationLevel::ReadCommitted),
+        )
+        .expect("list offsets");
+    listed[tp].as_ref().expect("listed").offset
+}
+
+/// AbortTransaction (KIP-664) of a real open transaction of our transactional producer,
+/// with the producer id/epoch DescribeProducers reports: the partition's open
+/// transaction is gone and the last stable offset moves past it, so `read_committed`
+/// readers proceed; the same abort with a stale epoch is refused typed.
+pub fn abort_a_hanging_transaction<D: Driver>() {
+    let Some(admin) = plaintext::<D>("abort_a_hanging_transaction") else {
+        return;
+    };
+    let (topic, _) = topic(&admin, "hanging");
+    let tp = TopicPartition::new(&topic, 0);
+    let p = txn_producer(&unique::<D>("hanging-txn"));
+    open_transaction(&p, &topic);
+    assert_eq!(
+        last_stable_offset(&admin, &tp),
+        0,
+        "the open transaction pins the LSO"
+    );
+
+    let producers = admin
+        .run(DescribeProducers::new([tp.clone()]))
+        .expect("describe producers");
+    let state = producers[&tp]
+        .as_ref()
+        .expect("described")
+        .first()
+        .cloned()
+        .expect("our producer");
+    assert_eq!(state.current_transaction_start_offset, Some(0), "{state:?}");
+    let spec = AbortTransactionSpec {
+        topic_partition: tp.clone(),
+        producer_id: state.producer_id,
+        producer_epoch: i16::try_from(state.producer_epoch).expect("epoch"),
+        coordinator_epoch: state.coordinator_epoch.unwrap_or(0).max(0),
+    };
+    if spec.producer_epoch > 0 {
+        let stale = AbortTransactionSpec {
+            producer_epoch: spec.producer_epoch - 1,
+            ..spec.clone()
+        };
+        let err = admin
+            .run(AbortTransaction::new(stale))
+            .expect_err("an older epoch is fenced");
+        assert!(err.code().is_some(), "typed: {err}");
+    }
+    admin
+        .run(AbortTransaction::new(spec))
+        .expect("abort transaction");
+
+    let after = admin
+        .run(DescribeProducers::new([tp.clone()]))
+        .expect("describe producers");
+    let state = after[&tp]
+        .as_ref()
+        .expect("described")
+        .first()
+        .cloned()
+        .expect("our producer");
+    assert_eq!(state.current_transaction_start_offset, None, "{state:?}");
+    assert_eq!(
+        last_stable_offset(&admin, &tp),
+        2,
+        "past the record and the abort marker"
+    );
+    drop(p);
+}
+
+/// FenceProducers (KIP-730) of a live transactional producer of ours: the id's epoch is
+/// bumped past the producer's, and the producer's commit then fails fenced.
+pub fn fence_a_live_transactional_producer<D: Driver>() {
+    let Some(admin) = plaintext::<D>("fence_a_live_transactional_producer") else {
+        return;
+    };
+    let (topic, _) = topic(&admin, "fenced");
+    let id = unique::<D>("fenced-txn");
+    let p = txn_producer(&id);
+    open_transaction(&p, &topic);
+    let tp = TopicPartition::new(&topic, 0);
+    let before = admin
+        .run(DescribeProducers::new([tp.clone()]))
+        .expect("describe producers")[&tp]
+        .as_ref()
+        .expect("described")
+        .first()
+        .cloned()
+        .expect("our producer");
+
+    let missing = String::new();
+    let fenced = admin
+        .run(FenceProducers::new([id.clone(), missing.clone()]))
+        .expect("fence producers");
+    let bumped = fenced[&id].as_ref().expect("fenced");
+    assert_eq!(bumped.producer_id, before.producer_id);
+    assert!(
+        i32::from(bumped.producer_epoch) > before.producer_epoch,
+        "{bumped:?} after {before:?}"
+    );
+    assert!(fenced[&missing].is_err(), "an empty id is refused");
+
+    let err = p
+        .commit_transaction(TXN_WAIT)
+        .expect_err("the fenced producer cannot commit");
+    match &err {
+        BlockingError::Transaction(e) if e.is_fatal() => {}
+        BlockingError::Transaction(e) if e.is_abortable() => {
+            let again = p.abort_transaction(TXN_WAIT).expect_err("fenced");
+            assert!(
+                matches!(&again, BlockingError::Transaction(e) if e.is_fatal()),
+                "{again}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+    until("the fenced transaction is aborted", || {
+        (last_stable_offset(&admin, &tp) >= 2).then_some(())
     });
 }

@@ -1,5 +1,6 @@
 //! The simulated cluster's state: brokers, topics with partitions (leader, leader
-//! epoch, replicas, a log of record batches, high watermark, log start), producer state
+//! epoch and the leader epoch cache, replicas, a log of record batches, high watermark,
+//! log start), producer state
 //! per partition, and each broker's fetch-session cache. The API handlers in
 //! `handlers/` read and change it; [`SimCluster::handle`] dispatches one request.
 
@@ -9,6 +10,7 @@ use bytes::Bytes;
 use kafka_core::protocol::{ApiKey, Uuid};
 
 use super::handlers::{self, Answer};
+use super::txn_state::TxnCoordinator;
 use super::wire::Frame;
 
 /// One broker.
@@ -52,6 +54,9 @@ pub struct Partition {
     pub leader: i32,
     /// Bumped at every leader change.
     pub leader_epoch: i32,
+    /// Kafka's leader epoch cache: `(epoch, start offset)` of every leader epoch,
+    /// ascending (OffsetForLeaderEpoch and the Fetch divergence check read it).
+    pub epochs: Vec<(i32, i64)>,
     /// Replica node ids (the leader among them).
     pub replicas: Vec<i32>,
     /// The log.
@@ -63,6 +68,26 @@ pub struct Partition {
     pub log_start: i64,
     /// Producer state by producer id.
     pub producers: HashMap<i64, ProducerState>,
+}
+
+impl Partition {
+    /// The end offset of leader epoch `epoch` as Kafka's epoch cache answers it: the
+    /// current epoch ends at the log end; an older one where the next epoch starts,
+    /// named as the largest epoch at most `epoch`; one newer than all is unknown
+    /// `(-1, -1)`.
+    pub fn end_of(&self, epoch: i32) -> (i32, i64) {
+        let latest = self.epochs.last().map_or(-1, |&(e, _)| e);
+        if epoch == latest {
+            return (latest, self.next_offset);
+        }
+        let Some(&(_, higher)) = self.epochs.iter().find(|&&(e, _)| e > epoch) else {
+            return (-1, -1);
+        };
+        match self.epochs.iter().rev().find(|&&(e, _)| e <= epoch) {
+            Some(&(floor, _)) => (floor, higher),
+            None => (epoch, higher),
+        }
+    }
 }
 
 /// One topic.
@@ -104,6 +129,8 @@ pub struct SimCluster {
     pub next_producer_id: i64,
     /// Counters.
     pub counters: Counters,
+    /// The transaction coordinator's state (`txn_state`), also the group offsets.
+    pub txn: TxnCoordinator,
 }
 
 impl SimCluster {
@@ -122,6 +149,7 @@ impl SimCluster {
             producer_ids: HashMap::new(),
             next_producer_id: 1000,
             counters: Counters::default(),
+            txn: TxnCoordinator::default(),
         }
     }
 
@@ -134,6 +162,7 @@ impl SimCluster {
             .map(|p| Partition {
                 leader: p % n + 1,
                 leader_epoch: 0,
+                epochs: vec![(0, 0)],
                 replicas: (1..=n).collect(),
                 log: Vec::new(),
                 next_offset: 0,
@@ -181,6 +210,7 @@ impl SimCluster {
         }
         p.leader = to;
         p.leader_epoch += 1;
+        p.epochs.push((p.leader_epoch, p.next_offset));
         self.counters.leader_moves += 1;
         true
     }
@@ -232,12 +262,24 @@ impl SimCluster {
         *self.counters.requests.entry(frame.api.name()).or_default() += 1;
         let now = |bytes| Some(Answer::now(bytes));
         match frame.api {
-            ApiKey::ApiVersions => now(handlers::api_versions::handle(frame)),
+            ApiKey::ApiVersions => now(handlers::api_versions::handle(frame, self.txn.v2)),
             ApiKey::Metadata => now(handlers::metadata::handle(self, frame)),
-            ApiKey::InitProducerId => now(handlers::init_producer_id::handle(self, frame)),
+            ApiKey::InitProducerId => now(handlers::init_producer_id::handle(self, node, frame)),
             ApiKey::Produce => handlers::produce::handle(self, node, frame).map(Answer::now),
             ApiKey::Fetch => Some(handlers::fetch::handle(self, node, frame)),
             ApiKey::ListOffsets => now(handlers::list_offsets::handle(self, node, frame)),
+            ApiKey::OffsetForLeaderEpoch => {
+                now(handlers::offset_for_leader_epoch::handle(self, node, frame))
+            }
+            // Transactions (txn_state): coordinators, and the transactional APIs.
+            ApiKey::FindCoordinator => now(handlers::find_coordinator::handle(self, frame)),
+            ApiKey::AddPartitionsToTxn => {
+                now(handlers::add_partitions_to_txn::handle(self, node, frame))
+            }
+            ApiKey::AddOffsetsToTxn => now(handlers::add_offsets_to_txn::handle(self, node, frame)),
+            ApiKey::TxnOffsetCommit => now(handlers::txn_offset_commit::handle(self, node, frame)),
+            ApiKey::EndTxn => now(handlers::end_txn::handle(self, node, frame)),
+            ApiKey::OffsetFetch => now(handlers::offset_fetch::handle(self, node, frame)),
             other => panic!("the simulated cluster does not serve {other:?} yet"),
         }
     }

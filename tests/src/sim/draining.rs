@@ -88,6 +88,11 @@ impl ConsumeRun {
         self.read += self.batch.len();
     }
 
+    /// The records the last [`poll`](Self::poll) took.
+    pub fn last_batch(&self) -> &[ConsumerRecord] {
+        &self.batch
+    }
+
     /// Whether the consumer's position reached the end of every partition (as the
     /// simulated cluster knows it) with nothing left to hand out.
     pub fn caught_up(&self, world: &mut World) -> bool {

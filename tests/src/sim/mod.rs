@@ -1,16 +1,20 @@
 //! Deterministic simulation harness (T1 of `PERF-AND-FAULTS.md`): the production
 //! `kafka_core` client runs against a simulated cluster (`cluster`, `handlers/`) over a
 //! simulated network on a virtual clock (`world`), every choice drawn from one seed
-//! (`rng`); the bytes exchanged are the real wire format (`wire`). Scenario helpers
-//! (`producing`, `draining`) log every send and read into a history that the checker
+//! (`rng`); the bytes exchanged are the real wire format (`wire`). The transaction
+//! coordinator's state is `txn_state`. Scenario helpers (`producing`, `transacting`,
+//! `draining`, `pipeline`) log every send and read into a history that the checker
 //! (`history`) judges.
 
 pub mod cluster;
 pub mod draining;
 pub mod handlers;
 pub mod history;
+pub mod pipeline;
 pub mod producing;
 pub mod rng;
 pub mod seeds;
+pub mod transacting;
+pub mod txn_state;
 pub mod wire;
 pub mod world;

@@ -18,9 +18,18 @@ pub fn for_each_seed(name: &str, default: u64, mut run: impl FnMut(u64)) {
     for &seed in &seeds {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(seed)));
         if let Err(e) = outcome {
-            eprintln!("{name}: seed {seed} failed; replay with SIM_SEED={seed} cargo test -p kafka-tests --test sim_producer {name}");
+            eprintln!("{name}: seed {seed} failed; replay with SIM_SEED={seed} cargo test -p kafka-tests --test {} {name}", test_file());
             std::panic::resume_unwind(e);
         }
     }
     eprintln!("{name}: {} seeds passed", seeds.len());
+}
+
+/// The running test file's name (`sim_txn` from the binary `sim_txn-<hash>`).
+fn test_file() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .and_then(|s| s.rsplit_once('-').map(|(name, _)| name.to_string()))
+        .unwrap_or_else(|| "<file>".to_string())
 }

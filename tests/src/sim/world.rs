@@ -138,10 +138,12 @@ impl World {
     pub fn new(seed: u64, brokers: usize) -> World {
         #[allow(clippy::disallowed_methods)]
         let origin = Instant::now(); // the virtual clock's origin; time then moves by hand
+        let mut cluster = SimCluster::new(brokers);
+        cluster.txn.reseed(seed);
         World {
             seed,
             clients: Vec::new(),
-            cluster: SimCluster::new(brokers),
+            cluster,
             faults: NetFaults::default(),
             faults_on: false,
             latency_ms: (0, 3),
@@ -300,6 +302,7 @@ impl World {
             );
         }
         self.fire_schedule();
+        self.cluster.advance(self.now - self.origin);
         self.deliver();
         for ci in 0..self.clients.len() {
             if self.clients[ci]
@@ -334,6 +337,9 @@ impl World {
         }
         if let Some(((t, _), _)) = self.schedule.first_key_value() {
             consider(*t);
+        }
+        if let Some(d) = self.cluster.next_due() {
+            consider(self.origin + d);
         }
         next
     }

@@ -3,19 +3,20 @@
 //! `produce` drives a `BaseProducer` from one thread: send, serve delivery reports
 //! (`poll(0)`) every 64 sends and whenever librdkafka's queue is full; at a commit and at
 //! the end, flush (see `flush_all`).
-//! `consume` is a `BaseConsumer` (assign, or subscribe with `--group`). Prints one
+//! `consume` is a `BaseConsumer` (assign), or `--members M` of them (one thread each)
+//! subscribed in `--group`, committing on revocation and at the end. Prints one
 //! JSON result line on stdout; diagnostics go to stderr.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::Message;
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
@@ -299,7 +300,9 @@ fn produce(a: &Args) -> Result<String, String> {
             let due = Duration::from_secs_f64(i as f64 / rate as f64);
             let el = start.elapsed();
             if due > el {
-                std::thread::sleep(due - el);
+                // At least 1 ms, as every peer paces (franz-go's Go timers wait in whole
+                // milliseconds): the harness's wake-ups cost each client the same.
+                std::thread::sleep((due - el).max(Duration::from_millis(1)));
             }
             ctx.sent_ns.lock().unwrap().push(ctx.now_ns());
         }
@@ -428,17 +431,157 @@ fn flush_all(producer: &BaseProducer<ProdCtx>, timeout: Duration) -> Result<(), 
 
 // ------------------------------------------------------------------ consume
 
-struct ConsCtx;
-impl ClientContext for ConsCtx {}
-impl ConsumerContext for ConsCtx {}
-
+/// Commits what was consumed when partitions are revoked (before they move to another
+/// member); failures are kept for the result line.
 #[derive(Default)]
-struct Part {
+struct ConsCtx {
+    errors: Mutex<Vec<String>>,
+}
+impl ClientContext for ConsCtx {}
+impl ConsumerContext for ConsCtx {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let failure = match rebalance {
+            Rebalance::Revoke(tpl) if tpl.count() > 0 => {
+                match consumer.commit_consumer_state(CommitMode::Sync) {
+                    Err(e) if !nothing_to_commit(&e) => Some(format!("commit on revoke: {e}")),
+                    _ => None,
+                }
+            }
+            Rebalance::Error(e) => Some(format!("rebalance: {e}")),
+            _ => None,
+        };
+        if let Some(f) = failure {
+            self.errors.lock().expect("errors").push(f);
+        }
+    }
+}
+
+/// librdkafka's "no offset stored": the member consumed nothing it still owns.
+fn nothing_to_commit(e: &KafkaError) -> bool {
+    matches!(e, KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset))
+}
+
+/// What the members share: the stop condition and the idle clock.
+struct Shared {
+    want: u64,
+    start: Instant,
+    total: AtomicU64,
+    /// Milliseconds from `start` to the latest record any member saw.
+    last_seen_ms: AtomicU64,
+    idle: Duration,
+}
+
+impl Shared {
+    fn done(&self) -> bool {
+        self.total.load(Relaxed) >= self.want
+    }
+    fn idle_too_long(&self) -> bool {
+        let last = Duration::from_millis(self.last_seen_ms.load(Relaxed));
+        self.start.elapsed().saturating_sub(last) > self.idle
+    }
+}
+
+/// What one member read: per partition, the runs of consecutive offsets.
+#[derive(Default)]
+struct Tally {
     count: u64,
-    first: i64,
-    last: i64,
-    backwards: u64,
-    gaps: u64,
+    bytes: u64,
+    bad: u64,
+    errors: u64,
+    error: String,
+    first_s: Option<f64>,
+    last_s: f64,
+    runs: BTreeMap<i32, Vec<(i64, i64)>>,
+}
+
+impl Tally {
+    fn fail(&mut self, e: String) {
+        self.errors += 1;
+        if self.error.is_empty() {
+            self.error = e;
+        }
+    }
+
+    fn take(&mut self, m: &BorrowedMessage<'_>, value_bytes: usize, shared: &Shared) {
+        let now = shared.start.elapsed();
+        self.first_s.get_or_insert(secs(now));
+        self.last_s = secs(now);
+        shared
+            .last_seen_ms
+            .fetch_max(now.as_millis() as u64, Relaxed);
+        let len = m.payload_len();
+        self.bytes += len as u64;
+        if value_bytes > 0 && len != value_bytes {
+            self.bad += 1;
+        }
+        let off = m.offset();
+        let runs = self.runs.entry(m.partition()).or_default();
+        match runs.last_mut() {
+            Some(run) if run.1 + 1 == off => run.1 = off,
+            _ => runs.push((off, off)),
+        }
+        self.count += 1;
+        shared.total.fetch_add(1, Relaxed);
+    }
+}
+
+/// One consumer: polls until the members together have `want` records; in a group,
+/// commits at the end (polling through a rebalance in the way), waits for the others.
+fn member(
+    consumer: BaseConsumer<ConsCtx>,
+    group: bool,
+    value_bytes: usize,
+    shared: &Shared,
+    done: &Barrier,
+) -> Tally {
+    let mut t = Tally::default();
+    while !shared.done() {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => t.take(&m, value_bytes, shared),
+            Some(Err(e)) => {
+                t.fail(e.to_string());
+                if t.errors > 1000 {
+                    break;
+                }
+            }
+            None => {
+                if shared.idle_too_long() {
+                    t.fail(format!(
+                        "no record for {:?} after {} records",
+                        shared.idle,
+                        shared.total.load(Relaxed)
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    if group {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match consumer.commit_consumer_state(CommitMode::Sync) {
+                Ok(()) => break,
+                Err(e) if nothing_to_commit(&e) => break,
+                Err(e) if Instant::now() > deadline => {
+                    t.fail(format!("commit: {e}"));
+                    break;
+                }
+                // Records now would be duplicates, and are counted as such.
+                Err(_) => match consumer.poll(Duration::from_millis(100)) {
+                    Some(Ok(m)) => t.take(&m, value_bytes, shared),
+                    Some(Err(e)) => t.fail(e.to_string()),
+                    None => {}
+                },
+            }
+        }
+    }
+    // Every member has committed before any leaves.
+    done.wait();
+    for e in consumer.context().errors.lock().expect("errors").drain(..) {
+        t.fail(e);
+    }
+    drop(consumer);
+    t
 }
 
 fn consume(a: &Args) -> Result<String, String> {
@@ -448,6 +591,10 @@ fn consume(a: &Args) -> Result<String, String> {
     let value_bytes = a.num("value-bytes", Some(0))? as usize;
     let idle = Duration::from_secs(a.num("idle-timeout-s", Some(30))?);
     let group = a.opt("group");
+    let members = a.num("members", Some(1))?;
+    if members == 0 || (group.is_none() && members != 1) {
+        return Err("--members needs --group and must be at least 1".into());
+    }
 
     let mut cfg = ClientConfig::new();
     cfg.set("bootstrap.servers", a.str("bootstrap")?)
@@ -465,100 +612,93 @@ fn consume(a: &Args) -> Result<String, String> {
     for (k, v) in &a.set {
         cfg.set(k, v);
     }
-    let consumer: BaseConsumer<ConsCtx> = cfg
-        .create_with_context(ConsCtx)
-        .map_err(|e| format!("create consumer: {e}"))?;
-    let start = Instant::now();
-    if group.is_some() {
-        consumer
-            .subscribe(&[topic])
-            .map_err(|e| format!("subscribe: {e}"))?;
-    } else {
-        let mut tpl = TopicPartitionList::new();
-        for p in 0..partitions {
-            tpl.add_partition_offset(topic, p, Offset::Beginning)
-                .map_err(|e| format!("assign list: {e}"))?;
+    let consumers = (0..members)
+        .map(|_| {
+            cfg.create_with_context::<_, BaseConsumer<ConsCtx>>(ConsCtx::default())
+                .map_err(|e| format!("create consumer: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // The timed window starts once the clients exist.
+    let shared = Shared {
+        want: n,
+        start: Instant::now(),
+        total: AtomicU64::new(0),
+        last_seen_ms: AtomicU64::new(0),
+        idle,
+    };
+    for c in &consumers {
+        if group.is_some() {
+            c.subscribe(&[topic])
+                .map_err(|e| format!("subscribe: {e}"))?;
+        } else {
+            let mut tpl = TopicPartitionList::new();
+            for p in 0..partitions {
+                tpl.add_partition_offset(topic, p, Offset::Beginning)
+                    .map_err(|e| format!("assign list: {e}"))?;
+            }
+            c.assign(&tpl).map_err(|e| format!("assign: {e}"))?;
         }
-        consumer.assign(&tpl).map_err(|e| format!("assign: {e}"))?;
     }
-    let mut parts: BTreeMap<i32, Part> = BTreeMap::new();
+    let done = Barrier::new(consumers.len());
+    let (shared_ref, done) = (&shared, &done);
+    let tallies: Vec<Tally> = std::thread::scope(|s| {
+        let handles: Vec<_> = consumers
+            .into_iter()
+            .map(|c| s.spawn(move || member(c, group.is_some(), value_bytes, shared_ref, done)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("member thread"))
+            .collect()
+    });
+
     let (mut count, mut bytes, mut errors, mut bad) = (0u64, 0u64, 0u64, 0u64);
-    let mut first_s = 0.0;
-    let mut last_s = 0.0;
+    let (mut first_s, mut last_s) = (f64::INFINITY, 0.0f64);
     let mut first_error = String::new();
-    let mut last_seen = Instant::now();
-    while count < n {
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => {
-                let now = start.elapsed();
-                if count == 0 {
-                    first_s = secs(now);
-                }
-                last_s = secs(now);
-                last_seen = Instant::now();
-                count += 1;
-                let len = m.payload_len();
-                bytes += len as u64;
-                if value_bytes > 0 && len != value_bytes {
-                    bad += 1;
-                }
-                let p = parts.entry(m.partition()).or_insert(Part {
-                    first: -1,
-                    last: -1,
-                    ..Part::default()
-                });
-                let off = m.offset();
-                if p.count == 0 {
-                    p.first = off;
-                } else if off <= p.last {
-                    p.backwards += 1;
-                } else if off != p.last + 1 {
-                    p.gaps += 1;
-                }
-                p.last = p.last.max(off);
-                p.count += 1;
-            }
-            Some(Err(e)) => {
-                errors += 1;
-                if first_error.is_empty() {
-                    first_error = e.to_string();
-                }
-                if errors > 1000 {
-                    break;
-                }
-            }
-            None => {
-                if last_seen.elapsed() > idle {
-                    first_error = format!("no record for {idle:?} after {count} records");
-                    break;
-                }
-            }
+    let mut runs: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
+    let per_member: Vec<String> = tallies.iter().map(|t| t.count.to_string()).collect();
+    for t in tallies {
+        count += t.count;
+        bytes += t.bytes;
+        errors += t.errors;
+        bad += t.bad;
+        if first_error.is_empty() {
+            first_error = t.error;
+        }
+        if let Some(f) = t.first_s {
+            first_s = first_s.min(f);
+            last_s = last_s.max(t.last_s);
+        }
+        for (p, r) in t.runs {
+            runs.entry(p).or_default().extend(r);
         }
     }
-    if group.is_some() && count > 0 {
-        if let Err(e) = consumer.commit_consumer_state(CommitMode::Sync) {
-            errors += 1;
-            first_error = format!("commit: {e}");
-        }
+    if !first_s.is_finite() {
+        first_s = 0.0;
     }
     let steady = if count > 1 && last_s > first_s {
         (count - 1) as f64 / (last_s - first_s)
     } else {
         0.0
     };
-    let plist: Vec<String> = parts
+    let plist: Vec<String> = runs
         .iter()
-        .map(|(p, s)| {
+        .map(|(p, r)| {
+            let n: i64 = r.iter().map(|(f, l)| l - f + 1).sum();
+            let first = r.iter().map(|x| x.0).min().unwrap_or(-1);
+            let last = r.iter().map(|x| x.1).max().unwrap_or(-1);
+            let list: Vec<String> = r.iter().map(|(f, l)| format!("[{f},{l}]")).collect();
             format!(
-                "{{\"p\":{p},\"count\":{},\"first\":{},\"last\":{},\"backwards\":{},\"gaps\":{}}}",
-                s.count, s.first, s.last, s.backwards, s.gaps
+                "{{\"p\":{p},\"count\":{n},\"first\":{first},\"last\":{last},\"runs\":[{}]}}",
+                list.join(",")
             )
         })
         .collect();
     Ok(format!(
         "{{\"peer\":\"rdkafka\",\"version\":{},\"op\":\"consume\",\"records\":{count},\"bytes\":{bytes},\"errors\":{errors},\
-\"elapsed_s\":{last_s:.6},\"first_s\":{first_s:.6},\"steady_rps\":{steady:.1},\"bad_values\":{bad},\"partitions\":[{}],\"error\":{}}}",
+\"elapsed_s\":{last_s:.6},\"first_s\":{first_s:.6},\"steady_rps\":{steady:.1},\"bad_values\":{bad},\"member_records\":[{}],\"partitions\":[{}],\"error\":{}}}",
         json_str(&version()),
+        per_member.join(","),
         plist.join(","),
         json_str(&first_error)
     ))

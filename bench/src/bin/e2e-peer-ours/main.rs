@@ -1,10 +1,13 @@
 //! Our client as an e2e benchmark peer (contract: `bench/peers/README.md`).
 //!
 //! `produce` ([`produce`]) drives `kafka_core::producer::Producer` on `kafka-blocking`'s
-//! driver thread, transactional with `--transactional-id`; `consume` ([`consume`]) is
+//! driver thread, transactional with `--transactional-id`; with `--rate` it is
+//! `kafka_blocking::Producer` ([`adapter`]), as an application uses it (also closed
+//! loop with `--api adapter`); `consume` ([`consume`]) is
 //! `kafka_blocking::Consumer` (assign) or `kafka_blocking::GroupConsumer` (`--group`), as
 //! an application would use them.
 
+mod adapter;
 mod consume;
 mod produce;
 

@@ -4,6 +4,9 @@
 //! driver share the run's state by moving it into each command and back, so the
 //! per-record work is one `send` of a record that borrows its payload line.
 //!
+//! With `--rate` or `--api adapter`: `kafka_blocking::Producer` instead (`adapter.rs`),
+//! as an application sends.
+//!
 //! With `--transactional-id`: `init_transactions` before the timed window, then
 //! `begin_transaction`, `--txn-records` sends, `commit_transaction` (which flushes) and a
 //! wait for its result; `commit_ms` is commit call → result.
@@ -22,6 +25,9 @@ const CHUNK: u64 = 20_000;
 /// Pause when the producer cannot take a record (metadata unknown, buffer full) and
 /// between polls for the last reports or a transaction's result.
 const IDLE: Duration = Duration::from_micros(200);
+/// Consecutive pauses double up to this (a full `buffer.memory` drains for a while:
+/// polling it every 200 µs cost more CPU than the records did with 10 KB values).
+const IDLE_MAX: Duration = Duration::from_millis(2);
 
 /// Everything a run counts; moved into each driver command and back.
 struct State {
@@ -39,11 +45,6 @@ struct State {
     last_ns: u64,
     /// Value bytes appended to each batch (by batch id).
     batch_bytes: Vec<u64>,
-    /// When each batch was reported (ns since start; by batch id), with `--rate`.
-    batch_acked_ns: Vec<u64>,
-    /// Send instant (ns since start) and batch of each record, with `--rate`.
-    sent_ns: Vec<u64>,
-    sent_batch: Vec<u64>,
     /// By partition: acked records and the highest acked offset.
     part_count: Vec<u64>,
     part_last: Vec<i64>,
@@ -65,7 +66,7 @@ impl State {
     }
 
     /// Takes every report the producer has.
-    fn drain(&mut self, p: &mut Producer, warmup: u64, rate_mode: bool) {
+    fn drain(&mut self, p: &mut Producer, warmup: u64) {
         let mut now_ns = None;
         while let Some(r) = p.take_report() {
             let now = *now_ns.get_or_insert_with(|| self.ns(Instant::now()));
@@ -86,9 +87,6 @@ impl State {
                     *grow(&mut self.part_count, part, 0) += n;
                     let last = grow(&mut self.part_last, part, -1);
                     *last = (*last).max(d.offset(r.records.saturating_sub(1)));
-                    if rate_mode {
-                        *grow(&mut self.batch_acked_ns, b, u64::MAX) = now;
-                    }
                 }
                 Err(e) => {
                     self.errors += u64::from(r.records);
@@ -123,7 +121,6 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
     let pool = read_payloads(a.str("payload-file")?)?;
     let rate = a.num("rate", Some(0))?;
     let warmup = a.num("warmup-records", Some(n / 10))?.clamp(1, n.max(1));
-    let rate_mode = rate > 0;
     let txn_id = a.opt("transactional-id");
     let transactional = txn_id.is_some();
     let txn_records = a.num("txn-records", Some(10_000))?.max(1);
@@ -153,8 +150,26 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
     if let Some(t) = txn_id {
         pairs.push(("transactional.id".into(), t.into()));
     }
-    pairs.extend(a.set.iter().cloned());
+    // `--set ours.api=…` is the runner's way to pick the API (a variant's settings).
+    let mut api = a.opt("api");
+    for (k, v) in &a.set {
+        match k.as_str() {
+            "ours.api" => api = Some(v.as_str()),
+            _ => pairs.push((k.clone(), v.clone())),
+        }
+    }
     let config = ClientConfig::from_pairs(pairs).map_err(|e| format!("config: {e}"))?;
+    let adapter = match api {
+        None | Some("core") => rate > 0,
+        Some("adapter") => true,
+        Some(other) => return Err(format!("--api {other}: core or adapter")),
+    };
+    if adapter {
+        if transactional {
+            return Err("ours runs transactions on the core producer only".into());
+        }
+        return crate::adapter::produce_with_adapter(config, topic, n, pool, rate, warmup);
+    }
     let client = BlockingClient::new(config.clone()).map_err(|e| format!("client: {e}"))?;
     let producer = Producer::new(&config).map_err(|e| format!("producer: {e}"))?;
     let id: OpId<Producer> = client
@@ -173,9 +188,6 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
         warm_ns: None,
         last_ns: 0,
         batch_bytes: Vec::new(),
-        batch_acked_ns: Vec::new(),
-        sent_ns: Vec::with_capacity(if rate_mode { n as usize } else { 0 }),
-        sent_batch: Vec::with_capacity(if rate_mode { n as usize } else { 0 }),
         part_count: Vec::new(),
         part_last: Vec::new(),
         outstanding: 0,
@@ -184,7 +196,7 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
     if transactional {
         command(&client, id, |p, _| p.init_transactions())?
             .map_err(|e| format!("init_transactions: {e}"))?;
-        st = wait_txn(&client, id, st, TxnOp::Init, (warmup, rate_mode))?;
+        st = wait_txn(&client, id, st, TxnOp::Init, warmup)?;
     }
     // The timed window starts here, as the peers' (after initTransactions).
     let start = Instant::now();
@@ -193,27 +205,13 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
     let mut commit_ms: Vec<f64> = Vec::new();
     // The first record not in the open transaction (0: none open).
     let mut txn_end = 0u64;
-    let limit = Duration::from_secs(if rate_mode { n / rate + 300 } else { 600 });
+    let limit = Duration::from_secs(600);
+    let mut idle = IDLE;
     while st.next < n {
         if start.elapsed() > limit {
             return Err(format!("producing stalled at record {}", st.next));
         }
-        // Records due now: all of them closed-loop, those whose time has come at --rate.
-        let until = if rate_mode {
-            let due =
-                |i: u64| Duration::from_nanos((i as u128 * 1_000_000_000 / rate as u128) as u64);
-            let el = start.elapsed();
-            let d = due(st.next);
-            if d > el {
-                std::thread::sleep(d - el);
-            }
-            let el = start.elapsed();
-            // The last record due by now, + 1.
-            let due_n = (el.as_nanos() * rate as u128 / 1_000_000_000) as u64 + 1;
-            due_n.clamp(st.next + 1, n)
-        } else {
-            n
-        };
+        let until = n;
         let begin = transactional && txn_end <= st.next;
         if begin {
             txn_end = (st.next + txn_records).min(n);
@@ -231,7 +229,6 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
                 }
             }
             let stop = until.min(s.next + CHUNK);
-            let now_ns = if rate_mode { s.ns(Instant::now()) } else { 0 };
             let before = s.next;
             let mut failed = None;
             while s.next < stop {
@@ -240,10 +237,6 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
                     Ok(appended) => {
                         let b = appended.batch.0 as usize;
                         *grow(&mut s.batch_bytes, b, 0) += value.len() as u64;
-                        if rate_mode {
-                            s.sent_ns.push(now_ns);
-                            s.sent_batch.push(appended.batch.0);
-                        }
                         s.next += 1;
                         s.line += 1;
                         if s.line == pool.len() {
@@ -261,7 +254,7 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
                 // As the peers' flush: the last batches go without waiting out linger.
                 p.flush();
             }
-            s.drain(p, warmup, rate_mode);
+            s.drain(p, warmup);
             let taken = s.next - before;
             (s, taken, failed)
         })?;
@@ -274,18 +267,21 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
             let t0 = Instant::now();
             command(&client, id, |p, _| p.commit_transaction())?
                 .map_err(|e| format!("commit_transaction: {e}"))?;
-            st = wait_txn(&client, id, st, TxnOp::Commit, (warmup, rate_mode))?;
+            st = wait_txn(&client, id, st, TxnOp::Commit, warmup)?;
             commit_ms.push(t0.elapsed().as_secs_f64() * 1e3);
             txns += 1;
         } else if taken == 0 {
-            std::thread::sleep(IDLE);
+            std::thread::sleep(idle);
+            idle = (idle * 2).min(IDLE_MAX);
+        } else {
+            idle = IDLE;
         }
     }
     // The last reports.
     loop {
         let s = command(&client, id, move |p, _| {
             let mut s = st;
-            s.drain(p, warmup, rate_mode);
+            s.drain(p, warmup);
             s
         })?;
         st = s;
@@ -295,7 +291,8 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
         if start.elapsed() > limit {
             return Err(format!("{} batches never reported", st.outstanding));
         }
-        std::thread::sleep(IDLE);
+        std::thread::sleep(idle);
+        idle = (idle * 2).min(IDLE_MAX);
     }
 
     let s = &*st;
@@ -315,23 +312,9 @@ pub(crate) fn produce(a: &Args) -> Result<String, String> {
             )
         })
         .collect();
-    let lat = if rate_mode {
-        let ms: Vec<f64> = s
-            .sent_ns
-            .iter()
-            .zip(&s.sent_batch)
-            .filter_map(|(&t, &b)| {
-                let acked = *s.batch_acked_ns.get(b as usize)?;
-                (acked != u64::MAX).then(|| acked.saturating_sub(t) as f64 / 1e6)
-            })
-            .collect();
-        percentiles(ms)
-    } else {
-        "null".into()
-    };
     Ok(format!(
         "{{\"peer\":\"ours\",\"version\":{},\"op\":\"produce\",\"records\":{},\"bytes\":{},\"errors\":{},\
-\"elapsed_s\":{last:.6},\"first_s\":{:.6},\"steady_rps\":{steady:.1},\"txns\":{txns},\"lat_ms\":{lat},\
+\"elapsed_s\":{last:.6},\"first_s\":{:.6},\"steady_rps\":{steady:.1},\"txns\":{txns},\"lat_ms\":null,\
 \"commit_ms\":{},\"partitions\":[{}],\"error\":{}}}",
         json_str(&version()),
         s.acked,
@@ -354,14 +337,14 @@ fn wait_txn(
     id: OpId<Producer>,
     mut st: Box<State>,
     op: TxnOp,
-    (warmup, rate_mode): (u64, bool),
+    warmup: u64,
 ) -> Result<Box<State>, String> {
     let limit = Duration::from_secs(120);
     let t0 = Instant::now();
     loop {
         st = command(client, id, move |p, _| {
             let mut s = st;
-            s.drain(p, warmup, rate_mode);
+            s.drain(p, warmup);
             s
         })?;
         match st.txn_done.take() {

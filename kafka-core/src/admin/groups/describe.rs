@@ -8,7 +8,7 @@ use bytes::{Buf, Bytes};
 
 use super::keyed::{coordinator_step, Keyed, Step};
 use crate::admin::{
-    acl_operations, AdminError, Call, OpContext, Operation, Timeout, TopicPartition,
+    acl_operations, AdminError, Call, Deadline, OpContext, Operation, Timeout, TopicPartition,
 };
 use crate::cluster::Route;
 use crate::conn::RequestError;
@@ -272,7 +272,7 @@ impl Operation for DescribeConsumerGroups {
                 Ok(r) => r,
                 Err(AdminError::Request(RequestError::UnsupportedVersion { .. })) => {
                     fallback.push(group.clone());
-                    return Step::Done(Err(AdminError::Timeout));
+                    return Step::Done(Err(placeholder(deadline)));
                 }
                 Err(e) => return Step::Done(Err(e)),
             };
@@ -288,7 +288,7 @@ impl Operation for DescribeConsumerGroups {
             // Not a `consumer` group (or the broker lacks them): maybe a classic one.
             if code == KafkaCode::GROUP_ID_NOT_FOUND || code == KafkaCode::UNSUPPORTED_VERSION {
                 fallback.push(group.clone());
-                return Step::Done(Err(AdminError::Timeout));
+                return Step::Done(Err(placeholder(deadline)));
             }
             if let Err(e) = AdminError::check(g.error_code, g.error_message.as_deref()) {
                 return Step::Done(Err(e));
@@ -324,5 +324,14 @@ impl Operation for DescribeConsumerGroups {
         // Groups that fell back are settled by the classic describe.
         out.extend(self.classic.take_results());
         Some(Ok(out))
+    }
+}
+
+/// The result of a group that falls back to the classic describe (replaced by its
+/// answer).
+fn placeholder(deadline: Deadline) -> AdminError {
+    AdminError::Timeout {
+        after: deadline.limit(),
+        last_cause: None,
     }
 }

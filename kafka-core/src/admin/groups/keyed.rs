@@ -114,8 +114,11 @@ where
                         self.results.insert(key.clone(), Err(e));
                         break;
                     }
-                    Step::Retry(_) => {
-                        call.retry(cx);
+                    Step::Retry(e) => {
+                        match e.as_cause() {
+                            Some(cause) => call.retry_because(cx, cause),
+                            None => call.retry(cx),
+                        }
                         break;
                     }
                     Step::Resend => {}
@@ -226,15 +229,18 @@ where
             }
             return Some(Ok(metadata.brokers().keys().copied().collect()));
         }
+        if let Some(e) = deadline.fatal(cx) {
+            return Some(Err(e));
+        }
         if deadline.passed(cx) {
-            return Some(Err(AdminError::Timeout));
+            return Some(Err(deadline.timed_out(cx, None)));
         }
         if self.asked.is_none() {
             self.asked = Some(metadata.generation());
             cx.request_metadata(std::iter::empty());
         }
         // Polled again on the client's MetadataUpdated notice, or at the deadline.
-        cx.wake_at(deadline.0);
+        cx.wake_at(deadline.at);
         None
     }
 }

@@ -2,11 +2,17 @@
 //! metadata finds the leaders, one request per leader broker carries its partitions,
 //! and partitions answered with a stale-leader or retriable error, or whose leader's
 //! connection failed, go back through a fresh metadata lookup until the deadline.
+//!
+//! Fail fast (Java's `PartitionLeaderStrategy` without tolerated unknown topics, since
+//! KAFKA-15425): a topic that a metadata answer after the lookup reports
+//! UNKNOWN_TOPIC_OR_PARTITION, or a partition beyond the count that answer lists, ends
+//! with UNKNOWN_TOPIC_OR_PARTITION at once instead of being looked up until the deadline.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::admin::{AdminError, Call, Deadline, OpContext, TopicPartition};
+use crate::client::Cause;
 use crate::cluster::Metadata;
 use crate::cluster::Route;
 use crate::protocol::{KafkaCode, Request};
@@ -59,6 +65,9 @@ pub(crate) struct FanOut<P: PerLeader> {
     lookups: u32,
     calls: Vec<(Vec<TopicPartition>, Call<P::Request>)>,
     results: BTreeMap<TopicPartition, Result<P::Value, AdminError>>,
+    /// The last failure retried past (a retriable code, a leader's connection), for a
+    /// timeout's message.
+    last_cause: Option<Cause>,
 }
 
 impl<P: PerLeader> std::fmt::Debug for FanOut<P> {
@@ -87,6 +96,7 @@ impl<P: PerLeader> FanOut<P> {
             lookups: 0,
             calls: Vec::new(),
             results: BTreeMap::new(),
+            last_cause: None,
         }
     }
 
@@ -135,6 +145,9 @@ impl<P: PerLeader> FanOut<P> {
                 Err(e) if e.is_retriable() && !deadline.passed(cx) => {
                     // The leader's connection failed (a dead or paused broker, whose
                     // leaderships the client forgot): look the leaders up again.
+                    if let Some(cause) = e.as_cause() {
+                        self.last_cause = Some(cause);
+                    }
                     for tp in unanswered {
                         cx.invalidate_leader(&tp.topic, tp.partition);
                         self.open.insert(tp, Why::Lookup);
@@ -155,6 +168,7 @@ impl<P: PerLeader> FanOut<P> {
         if code == KafkaCode::NONE {
             self.finish(a.tp, Ok(a.value));
         } else if relookup(code) {
+            self.last_cause = Some(Cause::code(a.error_code, None));
             cx.invalidate_leader(&a.tp.topic, a.tp.partition);
             self.open.insert(a.tp, Why::Lookup);
             self.schedule_lookup(cx);
@@ -194,17 +208,25 @@ impl<P: PerLeader> FanOut<P> {
             self.lookup = None;
             return;
         }
+        if let Some(e) = deadline.fatal(cx) {
+            // An authentication failure, the bootstrap rule: no lookup can succeed.
+            let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
+            for tp in waiting {
+                self.finish(tp, Err(e.clone()));
+            }
+            return;
+        }
         if let Some(asked) = self.lookup {
             if cx.metadata().generation() <= asked {
                 if deadline.passed(cx) {
-                    self.time_out_waiting();
+                    self.time_out_waiting(cx, deadline);
                 } else {
-                    cx.wake_at(deadline.0);
+                    cx.wake_at(deadline.at);
                 }
                 return;
             }
             self.lookup = None;
-            self.route(api, cx);
+            self.route(api, cx, asked);
             if self.waiting().next().is_some() {
                 self.schedule_lookup(cx);
             }
@@ -213,7 +235,7 @@ impl<P: PerLeader> FanOut<P> {
             return;
         }
         if deadline.passed(cx) {
-            self.time_out_waiting();
+            self.time_out_waiting(cx, deadline);
             return;
         }
         match self.lookup_at {
@@ -226,27 +248,37 @@ impl<P: PerLeader> FanOut<P> {
         let topics: BTreeSet<String> = self.waiting().map(|tp| tp.topic.clone()).collect();
         self.lookup = Some(cx.metadata().generation());
         cx.request_metadata(topics);
-        cx.wake_at(deadline.0);
+        cx.wake_at(deadline.at);
     }
 
-    fn time_out_waiting(&mut self) {
+    fn time_out_waiting(&mut self, cx: &OpContext<'_>, deadline: Deadline) {
         let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
         for tp in waiting {
-            self.finish(tp, Err(AdminError::Timeout));
+            let e = deadline.timed_out(cx, self.last_cause.clone());
+            self.finish(tp, Err(e));
         }
     }
 
-    /// Sends the waiting partitions whose leader the lookup found, one request per leader.
-    fn route(&mut self, api: &P, cx: &mut OpContext<'_>) {
+    /// Sends the waiting partitions whose leader the lookup found, one request per
+    /// leader; ends those the answer (newer than generation `asked`) says do not exist.
+    fn route(&mut self, api: &P, cx: &mut OpContext<'_>, asked: u64) {
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, P::Arg)>> = BTreeMap::new();
         let waiting: Vec<TopicPartition> = self.waiting().cloned().collect();
         for tp in waiting {
+            if let Some(e) = does_not_exist(cx.metadata(), &tp, asked) {
+                self.finish(tp, Err(e));
+                continue;
+            }
             match leader_of(cx.metadata(), &tp) {
                 Ok(leader) => {
                     let arg = self.args[&tp].clone();
                     by_leader.entry(leader).or_default().push((tp, arg));
                 }
-                Err(e) if e.is_retriable() => {}
+                Err(e) if e.is_retriable() => {
+                    if let Some(cause) = e.as_cause() {
+                        self.last_cause = Some(cause);
+                    }
+                }
                 Err(e) => self.finish(tp, Err(e)),
             }
         }
@@ -262,6 +294,30 @@ impl<P: PerLeader> FanOut<P> {
             ));
         }
     }
+}
+
+/// UNKNOWN_TOPIC_OR_PARTITION when a metadata answer newer than generation `asked`
+/// named `tp`'s topic and reported it unknown, or listed its partitions without `tp`.
+fn does_not_exist(metadata: &Metadata, tp: &TopicPartition, asked: u64) -> Option<AdminError> {
+    if metadata.topic_generation(&tp.topic)? <= asked {
+        return None;
+    }
+    let unknown = match metadata.topic(&tp.topic) {
+        None => metadata.topic_error(&tp.topic) == Some(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION.0),
+        Some(t) => !t.partitions.is_empty() && !t.partitions.contains_key(&tp.partition),
+    };
+    unknown.then(|| AdminError::Kafka {
+        code: KafkaCode::UNKNOWN_TOPIC_OR_PARTITION,
+        message: Some(match metadata.topic(&tp.topic) {
+            None => format!("topic {} does not exist", tp.topic),
+            Some(t) => format!(
+                "topic {} has {} partitions, no partition {}",
+                tp.topic,
+                t.partitions.len(),
+                tp.partition
+            ),
+        }),
+    })
 }
 
 /// The leader of `tp` in the client's metadata, or why there is none (retriable while

@@ -284,7 +284,10 @@ impl Operation for UpdateFeatures {
             self.call = Some(Call::new(Route::Controller, request));
         }
         let call = self.call.as_mut()?;
-        let outcome = call.poll_retrying(cx, deadline, |r| controller_retriable(r.error_code))?;
+        let outcome = call.poll_retrying(cx, deadline, |r| {
+            controller_retriable(r.error_code)
+                .then(|| crate::client::Cause::code(r.error_code, None))
+        })?;
         Some(outcome.map(|resp| self.results(resp)))
     }
 }

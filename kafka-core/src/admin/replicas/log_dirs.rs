@@ -18,7 +18,7 @@ use crate::protocol::{KafkaCode, Request};
 
 /// One request per broker, each with its own retries; yields each broker's outcome once.
 #[derive(Debug)]
-struct PerBroker<R: Request> {
+pub(super) struct PerBroker<R: Request> {
     calls: BTreeMap<i32, Call<R>>,
 }
 
@@ -27,7 +27,7 @@ where
     R: Request + Clone + Send + Sync + 'static,
     R::Response: Send + 'static,
 {
-    fn new(requests: impl IntoIterator<Item = (i32, R)>) -> Self {
+    pub(super) fn new(requests: impl IntoIterator<Item = (i32, R)>) -> Self {
         PerBroker {
             calls: requests
                 .into_iter()
@@ -37,7 +37,7 @@ where
     }
 
     /// Polls every pending call; returns the outcomes that arrived.
-    fn poll(
+    pub(super) fn poll(
         &mut self,
         cx: &mut OpContext<'_>,
         deadline: crate::admin::Deadline,
@@ -54,7 +54,7 @@ where
         done
     }
 
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.calls.is_empty()
     }
 }
@@ -445,7 +445,13 @@ mod tests {
             ..Default::default()
         };
         op.absorb(1, Ok(resp));
-        op.absorb(2, Err(AdminError::Timeout));
+        op.absorb(
+            2,
+            Err(AdminError::Timeout {
+                after: std::time::Duration::from_secs(1),
+                last_cause: None,
+            }),
+        );
         let r = &op.results;
         assert_eq!(r[&TopicPartitionReplica::new("t", 0, 1)], Ok(()));
         assert_eq!(
@@ -461,7 +467,10 @@ mod tests {
         ));
         assert_eq!(
             r[&TopicPartitionReplica::new("t", 0, 2)],
-            Err(AdminError::Timeout)
+            Err(AdminError::Timeout {
+                after: std::time::Duration::from_secs(1),
+                last_cause: None
+            })
         );
     }
 }

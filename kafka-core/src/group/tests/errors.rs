@@ -128,3 +128,24 @@ fn more_partitions_in_the_metadata_force_a_rejoin_that_assigns_them() {
     w.run_until(20 * S, |w| w.owned(a).len() == 4);
     assert!(w.coordinator.generation > generation);
 }
+
+#[test]
+fn a_coordinator_move_during_the_offset_lookup_looks_the_coordinator_up_again() {
+    for code in [
+        KafkaCode::NOT_COORDINATOR,
+        KafkaCode::COORDINATOR_NOT_AVAILABLE,
+        KafkaCode::COORDINATOR_LOAD_IN_PROGRESS,
+    ] {
+        let mut w = World::new(4, 10);
+        w.fail_next(ApiKey::OffsetFetch, &[code, code]);
+        let a = w.add(&[]);
+        // Assigned at once; the records only after the committed offsets are in.
+        w.run_until(30 * S, |w| {
+            w.faults.values().all(Vec::is_empty) && w.nodes[a].records.len() == 40
+        });
+        // The first lookup, then one per moved-coordinator answer (a loading one is
+        // the right coordinator: asked again as is).
+        let again = usize::from(code != KafkaCode::COORDINATOR_LOAD_IN_PROGRESS) * 2;
+        assert_eq!(w.coordinator_lookups, 1 + again, "{code:?}");
+    }
+}

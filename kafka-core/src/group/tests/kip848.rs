@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::World;
 use crate::group::GroupEvent;
+use crate::protocol::{ApiKey, KafkaCode};
 
 const S: Duration = Duration::from_secs(1);
 const KIP848: (&str, &str) = ("group.protocol", "consumer");
@@ -90,4 +91,39 @@ fn a_closing_kip848_member_leaves_with_epoch_minus_one_and_the_other_takes_over(
     assert!(w.nodes[b].done);
     assert!(w.coordinator848.heartbeats.iter().any(|(_, e)| *e == -1));
     assert!(w.committed_all());
+}
+
+#[test]
+fn a_kip848_member_rides_out_a_coordinator_move_and_a_loading_coordinator() {
+    let mut w = World::new(4, 10);
+    let a = w.add(&[KIP848]);
+    w.run_until(10 * S, |w| w.nodes[a].records.len() == 40);
+    let epoch = w
+        .coordinator848
+        .members
+        .values()
+        .next()
+        .expect("a member")
+        .epoch;
+    let lookups = w.coordinator_lookups;
+    w.fail_next(
+        ApiKey::ConsumerGroupHeartbeat,
+        &[
+            KafkaCode::NOT_COORDINATOR,
+            KafkaCode::COORDINATOR_LOAD_IN_PROGRESS,
+            KafkaCode::COORDINATOR_NOT_AVAILABLE,
+        ],
+    );
+    w.run_until(20 * S, |w| w.faults.values().all(Vec::is_empty));
+    w.run(5 * S);
+    // Each answer sent it to look the coordinator up again; it stayed a member with its
+    // epoch and partitions: nothing revoked or lost.
+    assert_eq!(w.coordinator_lookups, lookups + 3);
+    assert_eq!(w.owned(a).len(), 4);
+    let member = w.coordinator848.members.values().next().expect("a member");
+    assert_eq!(member.epoch, epoch);
+    assert!(!w.nodes[a]
+        .events
+        .iter()
+        .any(|e| matches!(e, GroupEvent::Revoked(_) | GroupEvent::Lost(_))));
 }

@@ -4,6 +4,7 @@
 
 mod coordinator;
 mod coordinator848;
+mod custom_assignor;
 mod errors;
 mod kip848;
 mod pattern;
@@ -74,6 +75,10 @@ pub(super) struct World {
     pub(super) extra: Vec<(String, Uuid, i32, bool)>,
     /// Topics each Metadata request named (`None`: all topics).
     pub(super) metadata_requests: Vec<Option<Vec<String>>>,
+    /// Topic ids each Metadata request asked for (by id: v12+), when it did.
+    pub(super) metadata_id_requests: Vec<Vec<Uuid>>,
+    /// FindCoordinator requests answered.
+    pub(super) coordinator_lookups: usize,
 }
 
 impl World {
@@ -111,6 +116,8 @@ impl World {
             faults: BTreeMap::new(),
             extra: Vec::new(),
             metadata_requests: Vec::new(),
+            metadata_id_requests: Vec::new(),
+            coordinator_lookups: 0,
         }
     }
 
@@ -139,6 +146,11 @@ impl World {
         extra: &[(&str, &str)],
         subscribe: impl FnOnce(&mut GroupConsumer, &mut crate::client::OpContext<'_>),
     ) -> usize {
+        self.add_config(Self::config(extra), subscribe)
+    }
+
+    /// The settings every test consumer has, plus `extra`.
+    pub(super) fn config(extra: &[(&str, &str)]) -> ClientConfig {
         let mut pairs = vec![
             ("bootstrap.servers", "b1:9092"),
             ("client.id", "c"),
@@ -151,7 +163,15 @@ impl World {
             ("fetch.max.wait.ms", "100"),
         ];
         pairs.extend_from_slice(extra);
-        let config = ClientConfig::from_pairs(pairs).unwrap();
+        ClientConfig::from_pairs(pairs).unwrap()
+    }
+
+    /// Starts a consumer with `config`, subscribed by `subscribe`.
+    pub(super) fn add_config(
+        &mut self,
+        config: ClientConfig,
+        subscribe: impl FnOnce(&mut GroupConsumer, &mut crate::client::OpContext<'_>),
+    ) -> usize {
         let seed = [self.nodes.len() as u8 + 1; 32];
         let mut client = Client::new(config.clone(), seed).unwrap();
         let id = client.start_op(self.now, GroupConsumer::new(&config).unwrap());
@@ -290,6 +310,19 @@ impl World {
             ApiKey::ApiVersions => self.reply(i, conn, &seen, &broker_versions()),
             ApiKey::Metadata => {
                 let req: crate::protocol::messages::metadata::MetadataRequest = seen.decode();
+                let ids: Vec<Uuid> = req
+                    .topics
+                    .iter()
+                    .flatten()
+                    .filter(|t| t.name.is_none())
+                    .map(|t| t.topic_id)
+                    .collect();
+                if !ids.is_empty() {
+                    let m = self.metadata_by_id(&ids);
+                    self.metadata_id_requests.push(ids);
+                    self.reply(i, conn, &seen, &m);
+                    return;
+                }
                 let named = req
                     .topics
                     .map(|ts| ts.into_iter().filter_map(|t| t.name).collect::<Vec<_>>());
@@ -298,6 +331,7 @@ impl World {
                 self.reply(i, conn, &seen, &m);
             }
             ApiKey::FindCoordinator => {
+                self.coordinator_lookups += 1;
                 let frame = coordinator_b1(&seen);
                 self.nodes[i].client.handle_received(now, conn, &frame);
             }
@@ -368,8 +402,39 @@ impl World {
                 let r = self.coordinator.commit(now, &seen.decode());
                 self.reply(i, conn, &seen, &r);
             }
+            ApiKey::ConsumerGroupHeartbeat
+                if self
+                    .faults
+                    .get(&ApiKey::ConsumerGroupHeartbeat)
+                    .is_some_and(|f| !f.is_empty()) =>
+            {
+                let faults = self.faults.get_mut(&ApiKey::ConsumerGroupHeartbeat);
+                let code = faults.expect("fault").remove(0);
+                let r = crate::protocol::messages::consumer_group_heartbeat::ConsumerGroupHeartbeatResponse {
+                    error_code: code.0,
+                    ..Default::default()
+                };
+                self.reply(i, conn, &seen, &r);
+            }
             ApiKey::ConsumerGroupHeartbeat => {
                 let r = self.coordinator848.heartbeat(now, &seen.decode());
+                self.reply(i, conn, &seen, &r);
+            }
+            ApiKey::OffsetFetch
+                if self
+                    .faults
+                    .get(&ApiKey::OffsetFetch)
+                    .is_some_and(|f| !f.is_empty()) =>
+            {
+                let code = self
+                    .faults
+                    .get_mut(&ApiKey::OffsetFetch)
+                    .expect("fault")
+                    .remove(0);
+                let r = crate::protocol::messages::offset_fetch::OffsetFetchResponse {
+                    error_code: code.0,
+                    ..Default::default()
+                };
                 self.reply(i, conn, &seen, &r);
             }
             ApiKey::OffsetFetch => {
@@ -419,6 +484,25 @@ impl World {
             m.topics.push(t);
         }
         m
+    }
+
+    /// A request by topic id (as Kafka answers it: those topics only, an unknown id as
+    /// UNKNOWN_TOPIC_ID without a name).
+    fn metadata_by_id(&self, ids: &[Uuid]) -> MetadataResponse {
+        let mut all = self.metadata(None);
+        let mut topics = Vec::new();
+        for id in ids {
+            match all.topics.iter().find(|t| t.topic_id == *id) {
+                Some(t) => topics.push(t.clone()),
+                None => topics.push(MetadataResponseTopic {
+                    error_code: KafkaCode::UNKNOWN_TOPIC_ID.0,
+                    topic_id: *id,
+                    ..Default::default()
+                }),
+            }
+        }
+        all.topics = topics;
+        all
     }
 
     fn metadata_of_topic(&self) -> MetadataResponse {

@@ -162,6 +162,12 @@ fn a_kip848_heartbeat_carries_the_regex_not_names_and_unknown_topics_wait_for_me
     w.run_until(10 * S, |w| {
         owned(w, a) == tps(&[("pat-a", 0), ("pat-a", 1)])
     });
+    // Asked for by topic id (UNKNOWN_TOPIC_ID at first, again after a backoff), never
+    // as every topic.
+    let pat_a = Uuid::from_bytes([5; 16]);
+    assert!(w.metadata_id_requests.len() >= 2);
+    assert!(w.metadata_id_requests.iter().all(|ids| ids == &[pat_a]));
+    assert!(w.metadata_requests.iter().all(Option::is_some));
     let subs = &w.coordinator848.subscriptions;
     // The joining heartbeat: the regex, and an empty name list (no names).
     assert_eq!(subs[0], (0, Some(Vec::new()), Some("pat-.*".to_string())));
@@ -183,4 +189,36 @@ fn invalid_regular_expression_from_the_coordinator_reaches_the_application() {
                 if pattern == "pat-(" && reason.contains("closing"))
         })
     });
+}
+
+#[test]
+fn a_kip848_pattern_member_asks_for_its_assigned_topic_ids_not_for_every_topic() {
+    let mut w = World::new(1, 10);
+    let pat_a = Uuid::from_bytes([5; 16]);
+    w.coordinator848.topic_id = pat_a;
+    w.coordinator848.partitions = 2;
+    // The topic exists, but nothing the client asked for by name holds it.
+    w.extra.push(topic("pat-a", 5, 2, false));
+    w.extra.push(topic("other", 6, 3, false));
+    let a = add_pattern(&mut w, &[KIP848, FAST_METADATA], "pat-.*");
+    w.run_until(10 * S, |w| {
+        owned(w, a) == tps(&[("pat-a", 0), ("pat-a", 1)])
+    });
+    w.run(5 * S);
+    // One Metadata request by the assigned topic id (Java's `ConsumerMetadata` for a
+    // broker-side regex); never every topic: no all-topics want at all.
+    assert_eq!(w.metadata_id_requests, vec![vec![pat_a]]);
+    assert!(w.metadata_requests.iter().all(Option::is_some));
+    assert!(!w.nodes[a].client.wants_all_topics());
+    // From then on the topic is an ordinary named want, refreshed by name.
+    let named_pat_a =
+        |r: &Option<Vec<String>>| r.as_ref().is_some_and(|n| n.iter().any(|t| t == "pat-a"));
+    assert!(w.metadata_requests.iter().rev().take(2).all(named_pat_a));
+    assert!(w
+        .metadata_requests
+        .iter()
+        .all(|r| !r.as_ref().is_some_and(|n| n.iter().any(|t| t == "other"))));
+    // The heartbeats report what it owns by that topic id.
+    let member = w.coordinator848.members.values().next().expect("a member");
+    assert_eq!(member.owned, BTreeSet::from([0, 1]));
 }

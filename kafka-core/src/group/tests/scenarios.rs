@@ -433,3 +433,64 @@ fn pending_records_notify_once_until_the_next_take_so_a_full_driver_does_not_spi
         "records after a take are announced"
     );
 }
+
+#[test]
+fn unsubscribing_revokes_every_partition_and_leaves_so_the_other_member_takes_over() {
+    let mut w = World::new(4, 10);
+    let a = w.add(&[]);
+    let b = w.add(&[]);
+    w.run_until(20 * S, |w| w.owned(a).len() == 2 && w.owned(b).len() == 2);
+    let id = w.nodes[a].id;
+    w.nodes[a]
+        .client
+        .command(w.now, id, |g, cx| g.unsubscribe(cx))
+        .unwrap();
+    // a left at once (LeaveGroup): b gets everything well inside the session timeout.
+    w.run_until(5 * S, |w| w.owned(b).len() == 4);
+    assert!(w.owned(a).is_empty());
+    assert_eq!(w.coordinator.members.len(), 1);
+    let events = &w.nodes[a].events;
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, GroupEvent::Revoked(ps) if ps.len() == 2)));
+    assert!(!events.iter().any(|e| matches!(e, GroupEvent::Lost(_))));
+}
+
+#[test]
+fn a_revocation_the_application_never_handles_is_given_up_after_max_poll_interval() {
+    let range = [("partition.assignment.strategy", "range")];
+    let mut w = World::new(4, 20);
+    let a = w.add(&range);
+    // a's application stays alive (its polls touch) but never handles the revocation:
+    // it never polls having seen the Revoked event.
+    w.nodes[a].polling = false;
+    let touch = |w: &mut World| {
+        let id = w.nodes[a].id;
+        let _ = w.nodes[a].client.command(w.now, id, |g, cx| g.touch(cx));
+    };
+    run_ahead(&mut w, a, 5 * S, touch);
+    assert_eq!(w.owned(a).len(), 4);
+    let b = w.add(&range);
+    let end = w.now + 10 * S;
+    while !w.nodes[a]
+        .events
+        .iter()
+        .any(|e| matches!(e, GroupEvent::Revoked(_)))
+    {
+        assert!(w.now < end, "no revocation");
+        run_ahead(&mut w, a, Duration::from_millis(1), touch);
+    }
+    let raised = w.now;
+    // Held while max.poll.interval.ms (20 s, also the rebalance timeout) runs...
+    run_ahead(&mut w, a, 15 * S, touch);
+    assert!(w.owned(b).is_empty(), "b owns {:?}", w.owned(b));
+    // ... then the group moves on without a's application: the coordinator ends the
+    // round without a (its rebalance timeout) or a gives the partitions up (its bound),
+    // whichever comes first.
+    let end = raised + 25 * S;
+    while w.owned(b).len() != 4 {
+        assert!(w.now < end, "the revocation is held forever");
+        run_ahead(&mut w, a, Duration::from_millis(10), touch);
+    }
+    assert!(w.owned(a).is_empty());
+}

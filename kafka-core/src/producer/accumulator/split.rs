@@ -35,8 +35,9 @@ impl Accumulator {
         let pieces = match self.pieces(&batch, &bytes) {
             Ok(p) if p.len() >= 2 => p,
             Ok(_) => return Err(batch),
+            #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] // only logged
             Err(e) => {
-                tracing::warn!(error = %e, "cannot split a batch refused as too large");
+                crate::trace::warn!(error = %e, "cannot split a batch refused as too large");
                 return Err(batch);
             }
         };

@@ -5,6 +5,7 @@
 
 mod bounds;
 mod cluster;
+mod linger;
 mod split;
 mod txn;
 mod txn_broker;

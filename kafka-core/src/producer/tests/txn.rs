@@ -266,6 +266,78 @@ fn a_transaction_timed_out_by_the_coordinator_never_commits() {
     assert_eq!(c.txn.outcomes.values().next(), Some(&Outcome::Aborted));
 }
 
+/// Found by the simulation (`sim_txn` F11): a batch in flight when the abort began
+/// and answered with a retriable error afterwards went back to its queue behind the
+/// closed gate. The next transaction's commit then waited for it until
+/// `delivery.timeout.ms`, and a next transaction writing its partition sent it — the
+/// aborted record committed in a later transaction.
+#[test]
+fn a_batch_returned_for_a_retry_during_an_abort_is_dropped_with_its_transaction() {
+    for v2 in [false, true] {
+        let mut c = cluster(v2, &[]);
+        init(&mut c);
+        begin(&mut c);
+        c.faults.hold = true;
+        c.send_ok(0, &value(0));
+        let in_flight = |c: &mut Cluster| super::metrics(c).requests_in_flight == 1;
+        assert!(c.run_until(Duration::from_secs(1), in_flight), "v2 {v2}");
+        call(&mut c, |p, _| p.abort_transaction()).expect("abort starts");
+        // The held Produce is answered retriably once the abort has begun.
+        c.faults.codes.push_back(KafkaCode::NOT_ENOUGH_REPLICAS.0);
+        c.faults.hold = false;
+        result(&mut c, TxnOp::Abort).expect("abort");
+        assert!(all_reported(&mut c), "v2 {v2}: no batch outlives the abort");
+        assert!(
+            matches!(
+                c.reports.last().map(|r| &r.outcome),
+                Some(Err(ProduceError::Aborted))
+            ),
+            "v2 {v2}: {:?}",
+            c.reports.last()
+        );
+        // The next transaction writes the same partition and another, and commits.
+        begin(&mut c);
+        let sent: Vec<Bytes> = [(0, 100), (1, 101)]
+            .into_iter()
+            .map(|(p, n)| {
+                c.send_ok(p, &value(n));
+                Bytes::from(value(n))
+            })
+            .collect();
+        commit(&mut c).expect("the next commit is not held up");
+        assert_eq!(sorted(c.all_committed()), sorted(sent), "v2 {v2}");
+    }
+}
+
+/// Found by the simulation (`sim_txn` F10, F16): a batch whose Produce answer was lost
+/// (the broker appended it) and that the abort dropped before its retry was reported
+/// [`ProduceError::Aborted`] — never written — though the broker had it (in the aborted
+/// transaction). It is reported possibly delivered.
+#[test]
+fn a_batch_with_a_lost_answer_dropped_by_an_abort_is_reported_possibly_delivered() {
+    let slow_retry = [
+        ("retry.backoff.ms", "1000"),
+        ("retry.backoff.max.ms", "1000"),
+    ];
+    let mut c = cluster(false, &slow_retry);
+    init(&mut c);
+    begin(&mut c);
+    c.faults.lose_answers = 1;
+    c.send_ok(0, &value(0));
+    assert!(c.run_until(Duration::from_secs(1), |c| c.parts[0].values.len() == 1));
+    c.run(Duration::from_millis(5));
+    abort(&mut c).expect("abort");
+    assert!(all_reported(&mut c));
+    let outcome = &c.reports.last().expect("reported").outcome;
+    assert!(
+        outcome
+            .as_ref()
+            .is_err_and(ProduceError::possibly_delivered),
+        "{outcome:?}"
+    );
+    assert!(c.all_committed().is_empty());
+}
+
 fn group() -> GroupMetadata {
     GroupMetadata {
         group_id: "g".into(),

@@ -171,11 +171,11 @@ impl Transactions {
     /// Moves along the table; a move it forbids is a bug, refused and logged.
     fn go(&mut self, to: TxnState) -> bool {
         if !allowed(self.state, to) {
-            tracing::error!(from = %self.state, %to, "transaction state move refused by the table");
+            crate::trace::error!(from = %self.state, %to, "transaction state move refused by the table");
             debug_assert!(false, "{} -> {to} is not in TRANSITIONS", self.state);
             return false;
         }
-        tracing::debug!(from = %self.state, %to, "transaction state");
+        crate::trace::debug!(from = %self.state, %to, "transaction state");
         self.state = to;
         true
     }
@@ -245,7 +245,7 @@ impl Transactions {
             .finalized_feature("transaction.version")
             .is_some_and(|v| v >= 2);
         if v2 != self.v2 {
-            tracing::info!(v2, "transaction protocol version chosen");
+            crate::trace::info!(v2, "transaction protocol version chosen");
         }
         self.v2 = v2;
     }
@@ -324,17 +324,19 @@ impl Transactions {
         self.pending = Some(TxnOp::Abort);
         self.to_add.clear();
         self.offsets = None;
-        let mut hole = false;
-        acc.fail_all(|b| {
-            hole |= b.seq.is_some();
-            ProduceError::Aborted
-        });
-        // Batches dropped here are not failures of the transaction.
-        acc.first_failure = None;
-        if hole || idem.bump_wanted() {
+        if drop_unsent(acc) || idem.bump_wanted() {
             self.bump_after_abort = true;
         }
         Ok(())
+    }
+
+    /// While aborting: a batch that was in flight when the abort began and came back
+    /// for a retry is dropped, not sent again — no batch outlives its transaction (it
+    /// would otherwise wait behind a closed gate and be sent in a later transaction).
+    pub(super) fn drop_returned(&mut self, acc: &mut Accumulator) {
+        if self.state == TxnState::Aborting && drop_unsent(acc) {
+            self.bump_after_abort = true;
+        }
     }
 
     /// The result of the last call, once it has one.
@@ -352,7 +354,7 @@ impl Transactions {
     /// The transaction cannot commit any more.
     fn abortable(&mut self, cx: &mut OpContext<'_>, error: TxnError) {
         if matches!(self.state, TxnState::InTransaction | TxnState::Committing) {
-            tracing::warn!(%error, "transaction must be aborted");
+            crate::trace::warn!(%error, "transaction must be aborted");
             self.go(TxnState::AbortableError);
             self.error = Some(error.clone());
             self.to_add.clear();
@@ -368,7 +370,7 @@ impl Transactions {
         if self.state == TxnState::FatalError {
             return;
         }
-        tracing::error!(%error, "transactional producer is fatal");
+        crate::trace::error!(%error, "transactional producer is fatal");
         self.go(TxnState::FatalError);
         self.error = Some(error.clone());
         self.finish(cx, Err(error));
@@ -654,9 +656,10 @@ impl Transactions {
         None
     }
 
+    #[cfg_attr(not(feature = "tracing"), allow(unused_variables))] // only logged
     fn end_retry(&mut self, cx: &mut OpContext<'_>, why: String) {
         self.end_attempts += 1;
-        tracing::info!(attempt = self.end_attempts, %why, "EndTxn outcome unknown: retrying");
+        crate::trace::info!(attempt = self.end_attempts, %why, "EndTxn outcome unknown: retrying");
         self.end = End::Due(Some(cx.now() + cx.retry_backoff(self.end_attempts)));
     }
 
@@ -693,6 +696,19 @@ impl Transactions {
         self.error = None;
         self.finish(cx, Ok(()));
     }
+}
+
+/// Reports every batch not in flight aborted (possibly delivered if an earlier attempt
+/// may have been written); whether one had a sequence (a hole to bump past).
+fn drop_unsent(acc: &mut Accumulator) -> bool {
+    let mut hole = false;
+    acc.fail_all(|b| {
+        hole |= b.seq.is_some();
+        b.failure(ProduceError::Aborted)
+    });
+    // Batches dropped here are not failures of the transaction.
+    acc.first_failure = None;
+    hole
 }
 
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {

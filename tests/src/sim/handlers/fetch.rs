@@ -4,14 +4,19 @@
 //! forgotten ones, an unknown session is FETCH_SESSION_ID_NOT_FOUND and a wrong epoch
 //! INVALID_FETCH_SESSION_EPOCH. An incremental answer carries only the partitions with
 //! records, errors or a changed high watermark / log start. Leader epochs are checked
-//! (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), positions outside the log are
-//! OFFSET_OUT_OF_RANGE. An answer with no records waits `max_wait_ms`.
+//! (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH; a session remembers each partition's, as
+//! Kafka's does), positions outside the log are OFFSET_OUT_OF_RANGE, and a
+//! `last_fetched_epoch` the leader's epoch cache contradicts is answered with
+//! `diverging_epoch` (v12+). An answer with no records waits `max_wait_ms`. Every answer
+//! carries the last stable offset (`txn_state`: the first offset of the oldest open
+//! transaction); read_committed fetches get no batch at or past it and the aborted
+//! transactions overlapping what they got.
 
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::BytesMut;
 use kafka_core::protocol::messages::fetch::response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
+    AbortedTransaction, EpochEndOffset, FetchableTopicResponse, LeaderIdAndEpoch, PartitionData,
 };
 use kafka_core::protocol::messages::fetch::{FetchRequest, FetchResponse};
 use kafka_core::protocol::{KafkaCode, Uuid};
@@ -25,6 +30,10 @@ use super::Answer;
 struct SessionPartition {
     fetch_offset: i64,
     max_bytes: i32,
+    /// The leader epoch the client knows (-1: unchecked).
+    current_leader_epoch: i32,
+    /// The epoch of the record before `fetch_offset` (-1: unchecked).
+    last_fetched_epoch: i32,
     /// The high watermark and log start last sent (`-1`: never).
     sent_hwm: i64,
     sent_log_start: i64,
@@ -101,7 +110,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             cluster.topics.contains_key(name).then(|| name.to_string())
         }
     };
-    let mut asked: Vec<((String, i32), SessionPartition, i32)> = Vec::new();
+    let mut asked: Vec<((String, i32), SessionPartition)> = Vec::new();
     let mut unknown_topics = Vec::new();
     for t in &req.topics {
         let Some(name) = name_of(cluster, &t.topic, t.topic_id) else {
@@ -112,10 +121,16 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             let sp = SessionPartition {
                 fetch_offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes,
+                current_leader_epoch: p.current_leader_epoch,
+                last_fetched_epoch: if frame.version >= 12 {
+                    p.last_fetched_epoch
+                } else {
+                    -1
+                },
                 sent_hwm: -1,
                 sent_log_start: -1,
             };
-            asked.push(((name.clone(), p.partition), sp, p.current_leader_epoch));
+            asked.push(((name.clone(), p.partition), sp));
         }
     }
     let mut forgotten = Vec::new();
@@ -124,8 +139,6 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             forgotten.extend(t.partitions.iter().map(|&p| (name.clone(), p)));
         }
     }
-    let epochs: HashMap<(String, i32), i32> =
-        asked.iter().map(|(k, _, e)| (k.clone(), *e)).collect();
 
     let broker_idx = cluster
         .brokers
@@ -145,7 +158,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
     // (session id to answer with, the partitions to consider, whether incremental)
     let (session_id, mut wanted, incremental) = match (req.session_id, req.session_epoch) {
         (0, -1) | (0, 0) => {
-            let parts: BTreeMap<_, _> = asked.iter().map(|(k, sp, _)| (k.clone(), *sp)).collect();
+            let parts: BTreeMap<_, _> = asked.iter().map(|(k, sp)| (k.clone(), *sp)).collect();
             let mut id = 0;
             if req.session_epoch == 0 {
                 if cache.sessions.len() < cache.capacity {
@@ -160,7 +173,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
         }
         (id, -1) => {
             cache.sessions.remove(&id);
-            let parts = asked.iter().map(|(k, sp, _)| (k.clone(), *sp)).collect();
+            let parts = asked.iter().map(|(k, sp)| (k.clone(), *sp)).collect();
             (0, parts, false)
         }
         (id, epoch) => {
@@ -175,7 +188,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
                 cache.session_errors += 1;
                 return error(KafkaCode::INVALID_FETCH_SESSION_EPOCH);
             }
-            for (k, sp, _) in &asked {
+            for (k, sp) in &asked {
                 let kept = s.partitions.get(k).copied();
                 s.partitions.insert(
                     k.clone(),
@@ -193,7 +206,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
         }
     };
     let changed: std::collections::HashSet<(String, i32)> =
-        asked.iter().map(|(k, _, _)| k.clone()).collect();
+        asked.iter().map(|(k, _)| k.clone()).collect();
 
     let read_committed = req.isolation_level == 1;
     let mut budget = i64::from(req.max_bytes.max(1));
@@ -206,20 +219,46 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             .topics
             .get(name)
             .and_then(|t| t.partitions.get(*index as usize));
-        let current_epoch = epochs.get(key).copied().unwrap_or(-1);
         let pd = match part {
             None => PartitionData {
                 partition_index: *index,
                 error_code: KafkaCode::UNKNOWN_TOPIC_OR_PARTITION.0,
                 ..Default::default()
             },
-            Some(part) => read(part, node, *index, sp, current_epoch, &mut budget),
+            Some(part) => {
+                let lso = cluster.txn.lso(name, *index, part.next_offset);
+                let end = if read_committed {
+                    lso
+                } else {
+                    part.next_offset
+                };
+                let (mut pd, upto) = read(part, node, *index, sp, end, &mut budget);
+                pd.last_stable_offset = if pd.error_code == 0 { lso } else { -1 };
+                if read_committed && pd.error_code == 0 {
+                    let aborted = cluster.txn.aborted_in(name, *index, sp.fetch_offset, upto);
+                    cluster
+                        .txn
+                        .note_read_committed(lso < part.next_offset, aborted.len());
+                    pd.aborted_transactions = Some(
+                        aborted
+                            .into_iter()
+                            .map(|(producer_id, first_offset)| AbortedTransaction {
+                                producer_id,
+                                first_offset,
+                                ..Default::default()
+                            })
+                            .collect(),
+                    );
+                }
+                pd
+            }
         };
         let has_records = pd.records.as_ref().is_some_and(|r| !r.is_empty());
         let news = pd.error_code != 0
             || has_records
             || pd.high_watermark != sp.sent_hwm
             || pd.log_start_offset != sp.sent_log_start
+            || pd.diverging_epoch.epoch >= 0
             || changed.contains(key);
         any_records |= has_records;
         any_error |= pd.error_code != 0;
@@ -227,7 +266,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
         sp.sent_log_start = pd.log_start_offset;
         if !incremental || news {
             let mut pd = pd;
-            if read_committed {
+            if read_committed && pd.aborted_transactions.is_none() {
                 pd.aborted_transactions = Some(Vec::new());
             }
             topics.entry(name.clone()).or_default().push(pd);
@@ -284,16 +323,20 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
     }
 }
 
-/// One partition's data from `fetch_offset`: whole batches up to its byte limit (at
-/// least one batch) and the request's remaining budget.
+/// One partition's data from `fetch_offset`: whole batches below `end` (the high
+/// watermark, or the last stable offset for read_committed) up to its byte limit (at
+/// least one batch) and the request's remaining budget; with the offset after the
+/// last batch returned.
+#[allow(clippy::too_many_arguments)]
 fn read(
     part: &Partition,
     node: i32,
     index: i32,
     sp: &SessionPartition,
-    current_epoch: i32,
+    end: i64,
     budget: &mut i64,
-) -> PartitionData {
+) -> (PartitionData, i64) {
+    let current_epoch = sp.current_leader_epoch;
     let base = PartitionData {
         partition_index: index,
         high_watermark: part.next_offset,
@@ -313,7 +356,7 @@ fn read(
         None
     };
     if let Some(code) = code {
-        return PartitionData {
+        let pd = PartitionData {
             error_code: code.0,
             current_leader: LeaderIdAndEpoch {
                 leader_id: part.leader,
@@ -322,11 +365,38 @@ fn read(
             },
             ..base
         };
+        return (pd, sp.fetch_offset);
+    }
+    if sp.last_fetched_epoch >= 0 {
+        // Kafka's divergence check: the leader's end of that epoch.
+        let (epoch, epoch_end) = part.end_of(sp.last_fetched_epoch);
+        if epoch < 0 || epoch_end < 0 {
+            let pd = PartitionData {
+                error_code: KafkaCode::OFFSET_OUT_OF_RANGE.0,
+                ..base
+            };
+            return (pd, sp.fetch_offset);
+        }
+        if epoch < sp.last_fetched_epoch || epoch_end < sp.fetch_offset {
+            let pd = PartitionData {
+                diverging_epoch: EpochEndOffset {
+                    epoch,
+                    end_offset: epoch_end,
+                    ..Default::default()
+                },
+                ..base
+            };
+            return (pd, sp.fetch_offset);
+        }
     }
     let first = part.log.partition_point(|b| b.last < sp.fetch_offset);
     let mut out = BytesMut::new();
+    let mut upto = sp.fetch_offset;
     let limit = i64::from(sp.max_bytes.max(1)).min(*budget);
     for b in &part.log[first..] {
+        if b.base >= end {
+            break;
+        }
         if !out.is_empty() && (out.len() + b.bytes.len()) as i64 > limit {
             break;
         }
@@ -334,10 +404,12 @@ fn read(
             break;
         }
         out.extend_from_slice(&b.bytes);
+        upto = b.last + 1;
     }
     *budget -= out.len() as i64;
-    PartitionData {
+    let pd = PartitionData {
         records: Some(out.freeze()),
         ..base
-    }
+    };
+    (pd, upto)
 }

@@ -1,6 +1,6 @@
 //! ListOffsets on the leader: earliest (-2) is the log start, latest (-1) the high
-//! watermark (also the last stable offset: no transactions yet), a timestamp the first
-//! batch at or after it.
+//! watermark (read_uncommitted) or the last stable offset (read_committed), a
+//! timestamp the first batch at or after it.
 
 use kafka_core::protocol::messages::list_offsets::response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -16,6 +16,7 @@ use super::super::wire::{answer, Frame};
 pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
     let req: ListOffsetsRequest = frame.decode().expect("ListOffsets decodes");
     let mut topics = Vec::new();
+    let lsos = &cluster.txn;
     for t in &req.topics {
         let topic = cluster.topics.get(&t.name);
         let partitions = t
@@ -45,6 +46,9 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
                 r.leader_epoch = part.leader_epoch;
                 r.offset = match p.timestamp {
                     -2 => part.log_start,
+                    -1 if req.isolation_level == 1 => {
+                        lsos.lso(&t.name, p.partition_index, part.next_offset)
+                    }
                     -1 => part.next_offset,
                     ts => part
                         .log

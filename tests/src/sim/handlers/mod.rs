@@ -1,12 +1,19 @@
 //! One module per API the simulated cluster serves, each a function from the cluster's
 //! state and a decoded request to an encoded answer.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
+pub mod end_txn;
 pub mod fetch;
+pub mod find_coordinator;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod txn_offset_commit;
 
 /// The APIs served, offered in ApiVersions answers.
 pub const SERVED: &[kafka_core::protocol::ApiKey] = {
@@ -18,6 +25,13 @@ pub const SERVED: &[kafka_core::protocol::ApiKey] = {
         Produce,
         Fetch,
         ListOffsets,
+        OffsetForLeaderEpoch,
+        FindCoordinator,
+        AddPartitionsToTxn,
+        AddOffsetsToTxn,
+        TxnOffsetCommit,
+        EndTxn,
+        OffsetFetch,
     ]
 };
 

@@ -11,7 +11,7 @@ use kafka_core::protocol::messages::produce::response::{
 };
 use kafka_core::protocol::messages::produce::{ProduceRequest, ProduceResponse};
 use kafka_core::protocol::KafkaCode;
-use kafka_core::record::{DecodeOptions, RecordBatch};
+use kafka_core::record::{BatchHeader, DecodeOptions, RecordBatch};
 
 use super::super::cluster::{Partition, ProducerState, SimCluster, StoredBatch};
 use super::super::wire::{answer, Frame};
@@ -31,10 +31,27 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Option<Vec<
         let mut partition_responses = Vec::new();
         for pd in &t.partition_data {
             let records = pd.records.clone().unwrap_or_default();
+            let txn = txn_check(
+                cluster,
+                &req,
+                name.as_deref(),
+                pd.index,
+                node,
+                &records,
+                frame.version,
+            );
             let r = match name.as_deref().and_then(|n| cluster.topics.get_mut(n)) {
-                Some(topic) => match topic.partitions.get_mut(pd.index as usize) {
-                    Some(part) => append(part, node, pd.index, records),
-                    None => refuse(pd.index, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
+                Some(topic) => match (topic.partitions.get_mut(pd.index as usize), txn) {
+                    (Some(_), Err(code)) => refuse(pd.index, code),
+                    (Some(part), Ok(pid)) => {
+                        let r = append(part, node, pd.index, records);
+                        if let (Some(pid), 0) = (pid, r.error_code) {
+                            let topic = name.as_deref().expect("found");
+                            cluster.txn.appended(topic, pd.index, pid, r.base_offset);
+                        }
+                        r
+                    }
+                    (None, _) => refuse(pd.index, KafkaCode::UNKNOWN_TOPIC_OR_PARTITION),
                 },
                 None => refuse(
                     pd.index,
@@ -82,6 +99,44 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Option<Vec<
         ..Default::default()
     };
     Some(answer(frame, &body))
+}
+
+/// For a transactional batch to a partition this broker leads: whether the
+/// coordinator lets it in (`txn_state::produce_check`: the transactional id's producer
+/// and current epoch, v1: the partition added, v2: added now). `Ok(Some(pid))`: a
+/// transactional batch, `Ok(None)`: not one (or not led here: `append` refuses it).
+fn txn_check(
+    cluster: &mut SimCluster,
+    req: &ProduceRequest,
+    topic: Option<&str>,
+    index: i32,
+    node: i32,
+    records: &Bytes,
+    version: i16,
+) -> Result<Option<i64>, KafkaCode> {
+    let Some(topic) = topic else { return Ok(None) };
+    let led_here = cluster
+        .topics
+        .get(topic)
+        .and_then(|t| t.partitions.get(index as usize))
+        .is_some_and(|p| p.leader == node);
+    let header = match BatchHeader::parse(records) {
+        Ok(h) if led_here && h.attributes.transactional => h,
+        _ => return Ok(None),
+    };
+    let id = req.transactional_id.as_deref();
+    let checked = cluster.txn.produce_check(
+        id,
+        header.producer_id,
+        header.producer_epoch,
+        topic,
+        index,
+        version,
+    );
+    if let Err(code) = checked {
+        cluster.count_error(code.0);
+    }
+    checked.map(|()| Some(header.producer_id))
 }
 
 fn refuse(index: i32, code: KafkaCode) -> PartitionProduceResponse {

@@ -1,0 +1,76 @@
+//! Closing: the final automatic commit, then LeaveGroup, each bounded.
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use super::GroupConsumer;
+use crate::client::OpContext;
+use crate::group::offsets::CommitId;
+
+#[derive(Debug)]
+pub(super) enum Closing {
+    /// Waiting for the final auto-commit.
+    Committing(CommitId, Instant),
+    /// Waiting for LeaveGroup.
+    Leaving(Instant),
+    Done,
+}
+
+impl GroupConsumer {
+    /// Closes: commits consumed positions (with auto-commit on), leaves the group (not
+    /// a static member), then finishes.
+    pub fn close(&mut self, cx: &mut OpContext<'_>) {
+        if self.closing.is_some() {
+            return;
+        }
+        let now = cx.now();
+        let deadline = now + self.commit_timeout;
+        if self.auto_commit && !self.owned.is_empty() && self.member.commit_as().is_some() {
+            let offsets = self.consumed(self.owned.iter());
+            let offsets = self.changed(offsets);
+            let id = self.commits.start(
+                cx,
+                self.member.commit_as(),
+                offsets,
+                &self.fetcher,
+                self.commit_timeout,
+            );
+            self.closing = Some(Closing::Committing(id, deadline));
+        } else {
+            self.member.leave(cx, "the consumer is closing");
+            self.closing = Some(Closing::Leaving(deadline));
+        }
+    }
+
+    pub(super) fn poll_closing(&mut self, cx: &mut OpContext<'_>) -> bool {
+        let now = cx.now();
+        match self.closing {
+            None => return false,
+            Some(Closing::Committing(id, deadline)) => {
+                if self.commits.running(id) && now < deadline {
+                    cx.wake_at(deadline);
+                    return true;
+                }
+                self.member.leave(cx, "the consumer is closing");
+                self.closing = Some(Closing::Leaving(deadline));
+            }
+            Some(Closing::Leaving(_) | Closing::Done) => {}
+        }
+        if let Some(Closing::Leaving(deadline)) = self.closing {
+            self.member.poll(
+                cx,
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+                false,
+                &mut self.member_events,
+            );
+            self.member_events.clear();
+            if self.member.leaving() && now < deadline {
+                cx.wake_at(deadline);
+                return true;
+            }
+            self.closing = Some(Closing::Done);
+        }
+        true
+    }
+}

@@ -1,0 +1,98 @@
+//! Suite: the KRaft quorum and broker registrations — DescribeQuorum, UnregisterBroker,
+//! AddRaftVoter, RemoveRaftVoter.
+//!
+//! The rig's single node is broker and controller at once, with a static
+//! `controller.quorum.voters` (`kraft.version` 0): it is the quorum's only voter and
+//! leader, and it refuses voter changes. The live broker is never unregistered.
+
+use kafka_core::admin::{
+    AddRaftVoter, DescribeCluster, DescribeMetadataQuorum, RaftVoterEndpoint, RemoveRaftVoter,
+    UnregisterBroker,
+};
+use kafka_core::protocol::{KafkaCode, Uuid};
+
+use super::{plaintext, Driver};
+
+/// Tests of this group (see [`admin_suite!`](crate::admin_suite)).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __suite_quorum {
+    ($d:ty) => {
+        $crate::__suite_tests!($d;
+            quorum::describe_metadata_quorum_of_the_single_node,
+            quorum::unregister_unknown_broker_is_refused,
+            quorum::raft_voter_changes_are_refused_by_a_static_quorum,
+        );
+    };
+}
+
+/// DescribeQuorum: the rig's node leads and is the only voter; the high watermark and
+/// its log end offset have moved past the bootstrap records.
+pub fn describe_metadata_quorum_of_the_single_node<D: Driver>() {
+    let Some(admin) = plaintext::<D>("describe_metadata_quorum_of_the_single_node") else {
+        return;
+    };
+    let node = *admin
+        .run(DescribeCluster::new())
+        .expect("describe cluster")
+        .brokers
+        .keys()
+        .next()
+        .expect("a broker");
+    let quorum = admin
+        .run(DescribeMetadataQuorum::new())
+        .expect("describe quorum");
+    assert_eq!(quorum.leader_id, node, "{quorum:?}");
+    assert!(quorum.leader_epoch >= 1, "{quorum:?}");
+    assert!(quorum.high_watermark > 0, "{quorum:?}");
+    assert_eq!(quorum.voters.len(), 1, "{quorum:?}");
+    let leader = &quorum.voters[0];
+    assert_eq!(leader.replica_id, node);
+    assert!(leader.log_end_offset >= quorum.high_watermark, "{quorum:?}");
+    assert!(leader.last_caught_up_timestamp.is_some(), "{quorum:?}");
+    assert!(
+        quorum.observers.iter().all(|o| o.replica_id != node),
+        "a voter is no observer: {quorum:?}"
+    );
+}
+
+/// UnregisterBroker of an id no broker registered: BROKER_ID_NOT_REGISTERED, at once.
+pub fn unregister_unknown_broker_is_refused<D: Driver>() {
+    let Some(admin) = plaintext::<D>("unregister_unknown_broker_is_refused") else {
+        return;
+    };
+    let err = admin
+        .run(UnregisterBroker::new(4242))
+        .expect_err("no broker 4242");
+    assert_eq!(
+        err.code(),
+        Some(KafkaCode::BROKER_ID_NOT_REGISTERED),
+        "{err}"
+    );
+}
+
+/// AddRaftVoter and RemoveRaftVoter against the static quorum: the broker's refusal
+/// comes back as its typed error code, not retried.
+pub fn raft_voter_changes_are_refused_by_a_static_quorum<D: Driver>() {
+    let Some(admin) = plaintext::<D>("raft_voter_changes_are_refused_by_a_static_quorum") else {
+        return;
+    };
+    let dir = Uuid::from_bytes([7; 16]);
+    let removed = admin
+        .run(RemoveRaftVoter::new(4242, dir))
+        .expect_err("unknown voter");
+    assert_eq!(
+        removed.code(),
+        Some(KafkaCode::UNSUPPORTED_VERSION),
+        "{removed}"
+    );
+    let endpoint = RaftVoterEndpoint::new("CONTROLLER", "127.0.0.1", 1);
+    let added = admin
+        .run(AddRaftVoter::new(4242, dir, [endpoint]))
+        .expect_err("static quorum");
+    assert_eq!(
+        added.code(),
+        Some(KafkaCode::UNSUPPORTED_VERSION),
+        "{added}"
+    );
+}
