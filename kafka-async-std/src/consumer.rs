@@ -2,13 +2,15 @@
 //! over [`kafka_driver::front::AsyncConsumer`], shared with `kafka-tokio`). It is also a
 //! [`Stream`](futures_lite::Stream) of records.
 
+use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use kafka_core::admin::TopicPartition;
 use kafka_core::config::ClientConfig;
-use kafka_core::consumer::Consumer as CoreConsumer;
+use kafka_core::consumer::{Consumer as CoreConsumer, OffsetAndTimestamp};
 use kafka_driver::consumer::ConsumerError;
 pub use kafka_driver::consumer::{ConsumerMetrics, ConsumerRecord};
 use kafka_driver::front::{self, AsyncConsumer};
@@ -140,6 +142,39 @@ impl Consumer {
     /// A snapshot of the core consumer's counters.
     pub async fn metrics(&self) -> Result<ConsumerMetrics, Error> {
         self.inner.metrics().await.map_err(failed)
+    }
+
+    /// The log start offsets of `partitions` (any partitions, assigned or not), within
+    /// `timeout` (Java's `beginningOffsets`).
+    pub async fn beginning_offsets<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let call = self.inner.beginning_offsets(partitions, timeout);
+        call.await.map_err(Error::Lookup)
+    }
+
+    /// The end offsets of `partitions`: the high watermark, or the last stable offset
+    /// under read_committed (Java's `endOffsets`).
+    pub async fn end_offsets<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let call = self.inner.end_offsets(partitions, timeout);
+        call.await.map_err(Error::Lookup)
+    }
+
+    /// Per partition, the first record whose timestamp is at or after a time (ms since
+    /// the epoch); `None` where no record is that recent (Java's `offsetsForTimes`).
+    pub async fn offsets_for_times<T: AsRef<str>>(
+        &self,
+        times: impl IntoIterator<Item = ((T, i32), i64)>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndTimestamp>>, Error> {
+        let call = self.inner.offsets_for_times(times, timeout);
+        call.await.map_err(Error::Lookup)
     }
 
     /// Closes: takers get [`Error::Closed`] from now on; resolves with the final

@@ -1,11 +1,16 @@
 //! [`Consumer`]: the blocking consumer (assign mode), over `kafka_driver`'s shared queue
 //! of fetched records and driver-side consumer core.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_core::admin::{AdminError, TopicPartition};
+use kafka_core::client::Operation;
 use kafka_core::config::ClientConfig;
-use kafka_core::consumer::Consumer as CoreConsumer;
+use kafka_core::consumer::{
+    Consumer as CoreConsumer, EdgeOffsets, OffsetAndTimestamp, OffsetsForTimes,
+};
 use kafka_driver::chan;
 use kafka_driver::consumer::{self, ConsumerError, ConsumerKey, HubCommand, Mailbox};
 pub use kafka_driver::consumer::{ConsumerMetrics, ConsumerRecord};
@@ -45,6 +50,8 @@ pub struct Consumer {
 struct Inner {
     mailbox: Mailbox,
     client: BlockingClient,
+    /// The client's configuration, for the offset lookups (`isolation.level`).
+    config: ClientConfig,
 }
 
 impl Drop for Inner {
@@ -66,14 +73,23 @@ impl Consumer {
         client.submit(Box::new(move |hub, now| {
             hub.start_consumer(now, consumer, &theirs)
         }))?;
-        Ok(Consumer::over(mailbox, client))
+        Ok(Consumer::over(mailbox, client, &config))
     }
 
     /// The consumer over `mailbox` (its core side started on `client`'s driver); closes
     /// it when the last clone goes.
-    pub(crate) fn over(mailbox: Mailbox, client: BlockingClient) -> Consumer {
+    pub(crate) fn over(
+        mailbox: Mailbox,
+        client: BlockingClient,
+        config: &ClientConfig,
+    ) -> Consumer {
+        let config = config.clone();
         Consumer {
-            inner: Arc::new(Inner { mailbox, client }),
+            inner: Arc::new(Inner {
+                mailbox,
+                client,
+                config,
+            }),
         }
     }
 
@@ -163,6 +179,46 @@ impl Consumer {
         });
         self.submit(command)?;
         rx.recv_deadline(None).map_err(|_| gone())
+    }
+
+    /// The log start offsets of `partitions` (any partitions, assigned or not), within
+    /// `timeout` (Java's `beginningOffsets`).
+    pub fn beginning_offsets<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let parts = consumer::lookup_partitions(partitions);
+        self.lookup(EdgeOffsets::beginning(&self.inner.config, parts).timeout(timeout))
+    }
+
+    /// The end offsets of `partitions`: the high watermark, or the last stable offset
+    /// under read_committed (Java's `endOffsets`).
+    pub fn end_offsets<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let parts = consumer::lookup_partitions(partitions);
+        self.lookup(EdgeOffsets::end(&self.inner.config, parts).timeout(timeout))
+    }
+
+    /// Per partition, the first record whose timestamp is at or after a time (ms since
+    /// the epoch); `None` where no record is that recent (Java's `offsetsForTimes`).
+    pub fn offsets_for_times<T: AsRef<str>>(
+        &self,
+        times: impl IntoIterator<Item = ((T, i32), i64)>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndTimestamp>>, Error> {
+        let times = consumer::lookup_times(times);
+        self.lookup(OffsetsForTimes::new(&self.inner.config, times).timeout(timeout))
+    }
+
+    fn lookup<O, T>(&self, op: O) -> Result<T, Error>
+    where
+        O: Operation<Output = Result<T, AdminError>>,
+    {
+        self.inner.client.run_op(op)?.map_err(Error::Lookup)
     }
 
     /// Closes: polls fail [`Error::Closed`] from now on; returns the final counters once

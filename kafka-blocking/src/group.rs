@@ -2,6 +2,7 @@
 //! `kafka_driver`'s group mailbox and driver-side group core; its seek, pause, resume,
 //! position, metrics and close are the blocking [`Consumer`]'s over the same queue.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,7 +82,7 @@ impl GroupConsumer {
             hub.start_group(now, core, &theirs)
         }))?;
         Ok(GroupConsumer {
-            consumer: Consumer::over(group.mailbox().clone(), client),
+            consumer: Consumer::over(group.mailbox().clone(), client, &config),
             group,
             listener: Arc::default(),
         })
@@ -223,6 +224,42 @@ impl GroupConsumer {
     /// The offset of the next record handed out from the partition, once known.
     pub fn position(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
         self.consumer.position(topic, partition)
+    }
+
+    /// The log start offsets of `partitions` (any partitions, owned or not), within
+    /// `timeout`.
+    pub fn beginning_offsets<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<kafka_core::admin::TopicPartition, i64>, Error> {
+        self.consumer.beginning_offsets(partitions, timeout)
+    }
+
+    /// The end offsets of `partitions` (the last stable offset under read_committed),
+    /// within `timeout`.
+    pub fn end_offsets<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        timeout: Duration,
+    ) -> Result<BTreeMap<kafka_core::admin::TopicPartition, i64>, Error> {
+        self.consumer.end_offsets(partitions, timeout)
+    }
+
+    /// Per partition, the first record at or after a time (ms since the epoch); `None`
+    /// where no record is that recent.
+    pub fn offsets_for_times<T: AsRef<str>>(
+        &self,
+        times: impl IntoIterator<Item = ((T, i32), i64)>,
+        timeout: Duration,
+    ) -> Result<
+        BTreeMap<
+            kafka_core::admin::TopicPartition,
+            Option<kafka_core::consumer::OffsetAndTimestamp>,
+        >,
+        Error,
+    > {
+        self.consumer.offsets_for_times(times, timeout)
     }
 
     /// A snapshot of the fetcher's counters.

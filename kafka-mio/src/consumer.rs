@@ -3,8 +3,11 @@
 
 use std::time::Instant;
 
+use kafka_core::admin::TopicPartition;
 use kafka_core::client::{OpContext, OpId};
-use kafka_core::consumer::{ConsumeError, Consumer, ConsumerMetrics, ConsumerRecord};
+use kafka_core::consumer::{
+    ConsumeError, Consumer, ConsumerMetrics, ConsumerRecord, EdgeOffsets, OffsetsForTimes,
+};
 
 use crate::Driver;
 
@@ -16,6 +19,44 @@ impl Driver {
     pub fn start_consumer(&mut self) -> OpId<Consumer> {
         let consumer = Consumer::new(self.core().config());
         self.start(consumer)
+    }
+
+    /// Starts a lookup of the log start offsets of `partitions` (Java's
+    /// `beginningOffsets`); its result is [`Driver::take_output`] after its
+    /// `Event::OperationDone`.
+    pub fn beginning_offsets<'t>(
+        &mut self,
+        partitions: impl IntoIterator<Item = (&'t str, i32)>,
+    ) -> OpId<EdgeOffsets> {
+        let parts = lookup_partitions(partitions);
+        let op = EdgeOffsets::beginning(self.core().config(), parts);
+        self.start(op)
+    }
+
+    /// Starts a lookup of the end offsets of `partitions` (the last stable offset under
+    /// read_committed; Java's `endOffsets`), taken like
+    /// [`Driver::beginning_offsets`].
+    pub fn end_offsets<'t>(
+        &mut self,
+        partitions: impl IntoIterator<Item = (&'t str, i32)>,
+    ) -> OpId<EdgeOffsets> {
+        let parts = lookup_partitions(partitions);
+        let op = EdgeOffsets::end(self.core().config(), parts);
+        self.start(op)
+    }
+
+    /// Starts a lookup, per partition, of the first record at or after a time (ms since
+    /// the epoch; Java's `offsetsForTimes`), taken like [`Driver::beginning_offsets`].
+    pub fn offsets_for_times<'t>(
+        &mut self,
+        times: impl IntoIterator<Item = ((&'t str, i32), i64)>,
+    ) -> OpId<OffsetsForTimes> {
+        let times = times
+            .into_iter()
+            .map(|((t, p), at)| (TopicPartition::new(t, p), at))
+            .collect::<Vec<_>>();
+        let op = OffsetsForTimes::new(self.core().config(), times);
+        self.start(op)
     }
 
     /// The running consumer `id`, to control and take records from.
@@ -94,4 +135,14 @@ impl ConsumerView<'_> {
     fn command<T>(&mut self, f: impl FnOnce(&mut Consumer, &mut OpContext<'_>) -> T) -> Option<T> {
         self.driver.core_mut().command(Instant::now(), self.id, f)
     }
+}
+
+/// Partitions as the lookups take them.
+fn lookup_partitions<'t>(
+    partitions: impl IntoIterator<Item = (&'t str, i32)>,
+) -> Vec<TopicPartition> {
+    partitions
+        .into_iter()
+        .map(|(t, p)| TopicPartition::new(t, p))
+        .collect()
 }

@@ -79,6 +79,10 @@ pub enum Error {
     /// The consumer cannot go on with a partition (the others go on).
     #[error(transparent)]
     Consume(#[from] kafka_core::consumer::ConsumeError),
+    /// An offset lookup (`beginning_offsets`, `end_offsets`, `offsets_for_times`)
+    /// failed.
+    #[error("offset lookup: {0}")]
+    Lookup(kafka_core::admin::AdminError),
     /// The group member cannot go on (the group consumer stops consuming).
     #[error(transparent)]
     Group(#[from] kafka_core::group::GroupError),

@@ -2,15 +2,17 @@
 //! its [`Adapter`] impl: a fresh topic of [`PARTITIONS`] partitions, [`RECORDS`] keyed
 //! records produced with our blocking producer, then consumed by assigning every
 //! partition from the beginning: every record exactly once, in offset order per
-//! partition, with the key and value it was sent with; then `position`, `seek`,
+//! partition, with the key and value it was sent with; then the offset lookups
+//! (`beginning_offsets`, `end_offsets`, `offsets_for_times`), `position`, `seek`,
 //! `seek_to_beginning`, `pause` and `resume`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use kafka_core::admin::TopicPartition;
 use kafka_core::config::ClientConfig;
-use kafka_core::consumer::ConsumerRecord;
+use kafka_core::consumer::{ConsumerRecord, OffsetAndTimestamp};
 use kafka_core::record::TimestampType;
 
 use crate::producer_suite;
@@ -41,6 +43,32 @@ pub trait Adapter {
     fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord>;
     /// `close`.
     fn close(&mut self);
+    /// `beginning_offsets` of these partitions (within a minute).
+    fn beginning_offsets(&mut self, partitions: &[(String, i32)]) -> Lookup<i64>;
+    /// `end_offsets` of these partitions (within a minute).
+    fn end_offsets(&mut self, partitions: &[(String, i32)]) -> Lookup<i64>;
+    /// `offsets_for_times` of these partitions and times (within a minute).
+    fn offsets_for_times(
+        &mut self,
+        times: &[((String, i32), i64)],
+    ) -> Lookup<Option<OffsetAndTimestamp>>;
+}
+
+/// What an offset lookup answered, per partition.
+pub type Lookup<V> = BTreeMap<TopicPartition, V>;
+
+/// The values of `lookup` in the order of `partitions` (each must be answered).
+pub fn in_order<V: Clone>(lookup: &Lookup<V>, partitions: &[(String, i32)]) -> Vec<V> {
+    partitions
+        .iter()
+        .map(|(t, p)| {
+            let key = TopicPartition::new(t.as_str(), *p);
+            lookup
+                .get(&key)
+                .cloned()
+                .unwrap_or_else(|| panic!("{t}-{p} unanswered"))
+        })
+        .collect()
 }
 
 /// A consumer config for the rig at `bootstrap`: from the earliest offset.
@@ -203,6 +231,9 @@ pub fn run(c: &mut impl Adapter, fixture: &Fixture) {
         );
     }
 
+    eprintln!("consumer suite: offset lookups");
+    lookups(c, fixture);
+
     eprintln!("consumer suite: seek");
     // seek: partition 0 again from offset 10.
     c.seek(topic, 0, 10);
@@ -261,4 +292,35 @@ pub fn run(c: &mut impl Adapter, fixture: &Fixture) {
     assert_eq!(check.next.keys().copied().collect::<Vec<_>>(), vec![3]);
 
     c.close();
+}
+
+/// The offset lookups against what the fixture holds: log starts at 0, ends after the
+/// last record, the first record at or after time 0 is offset 0, and none is an hour
+/// in the future.
+fn lookups(c: &mut impl Adapter, fixture: &Fixture) {
+    let all = fixture.partitions();
+    let begins = in_order(&c.beginning_offsets(&all), &all);
+    assert_eq!(begins, vec![0; all.len()], "beginning_offsets");
+    let ends = in_order(&c.end_offsets(&all), &all);
+    let lens: Vec<i64> = (0..PARTITIONS).map(|p| fixture.len(p) as i64).collect();
+    assert_eq!(ends, lens, "end_offsets");
+    let at =
+        |ms: i64| -> Vec<((String, i32), i64)> { all.iter().map(|tp| (tp.clone(), ms)).collect() };
+    for (p, first) in in_order(&c.offsets_for_times(&at(0)), &all)
+        .into_iter()
+        .enumerate()
+    {
+        let first = first.unwrap_or_else(|| panic!("partition {p}: no record after time 0"));
+        assert_eq!(first.offset, 0, "partition {p}");
+        assert!(first.timestamp > 0, "partition {p}: {first:?}");
+    }
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let later = in_order(&c.offsets_for_times(&at(now_ms + 3_600_000)), &all);
+    assert!(
+        later.iter().all(Option::is_none),
+        "records from the future: {later:?}"
+    );
 }

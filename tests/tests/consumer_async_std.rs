@@ -5,8 +5,11 @@ use std::time::{Duration, Instant};
 
 use futures_lite::StreamExt;
 use kafka_async_std::{Consumer, Error};
-use kafka_core::consumer::ConsumerRecord;
+use kafka_core::consumer::{ConsumerRecord, OffsetAndTimestamp};
 use kafka_tests::consumer_suite::{self as suite, RECORDS};
+
+/// How long an offset lookup may take.
+const LOOKUP: Duration = Duration::from_secs(60);
 
 struct AsyncStd(Consumer);
 
@@ -39,6 +42,23 @@ impl suite::Adapter for AsyncStd {
     }
     fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
         async_std::task::block_on(self.0.poll(timeout)).expect("poll")
+    }
+    fn beginning_offsets(&mut self, partitions: &[(String, i32)]) -> suite::Lookup<i64> {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        async_std::task::block_on(self.0.beginning_offsets(parts, LOOKUP))
+            .expect("beginning_offsets")
+    }
+    fn end_offsets(&mut self, partitions: &[(String, i32)]) -> suite::Lookup<i64> {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        async_std::task::block_on(self.0.end_offsets(parts, LOOKUP)).expect("end_offsets")
+    }
+    fn offsets_for_times(
+        &mut self,
+        times: &[((String, i32), i64)],
+    ) -> suite::Lookup<Option<OffsetAndTimestamp>> {
+        let times = times.iter().map(|((t, p), at)| ((t, *p), *at));
+        async_std::task::block_on(self.0.offsets_for_times(times, LOOKUP))
+            .expect("offsets_for_times")
     }
     fn close(&mut self) {
         async_std::task::block_on(self.0.close()).expect("close");

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use kafka_core::client::{Event, OpId};
-use kafka_core::consumer::{Consumer, ConsumerRecord};
+use kafka_core::consumer::{Consumer, ConsumerRecord, OffsetAndTimestamp};
 use kafka_mio::mio::{Events, Poll};
 use kafka_mio::Driver;
 use kafka_tests::consumer_suite::{self as suite, RECORDS};
@@ -47,6 +47,18 @@ impl Mio {
             ours |= matches!(event, Event::Notify(op) | Event::OperationDone(op) if self.id == op);
         }
         ours
+    }
+
+    /// Turns the loop until operation `id` ended (a minute at most); its output.
+    fn await_op<O: kafka_core::client::Operation>(&mut self, id: OpId<O>) -> O::Output {
+        let start = Instant::now();
+        loop {
+            if let Some(out) = self.driver.take_output(id) {
+                return out;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "lookup hangs");
+            self.turn(Duration::from_millis(20));
+        }
     }
 
     fn parts(partitions: &[(String, i32)]) -> impl Iterator<Item = (&str, i32)> {
@@ -100,6 +112,22 @@ impl suite::Adapter for Mio {
             }
             self.turn(until - now);
         }
+    }
+    fn beginning_offsets(&mut self, partitions: &[(String, i32)]) -> suite::Lookup<i64> {
+        let id = self.driver.beginning_offsets(Self::parts(partitions));
+        self.await_op(id).expect("beginning_offsets")
+    }
+    fn end_offsets(&mut self, partitions: &[(String, i32)]) -> suite::Lookup<i64> {
+        let id = self.driver.end_offsets(Self::parts(partitions));
+        self.await_op(id).expect("end_offsets")
+    }
+    fn offsets_for_times(
+        &mut self,
+        times: &[((String, i32), i64)],
+    ) -> suite::Lookup<Option<OffsetAndTimestamp>> {
+        let times = times.iter().map(|((t, p), at)| ((t.as_str(), *p), *at));
+        let id = self.driver.offsets_for_times(times);
+        self.await_op(id).expect("offsets_for_times")
     }
     fn close(&mut self) {
         self.driver.consumer(self.id).close();

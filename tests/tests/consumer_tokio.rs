@@ -3,10 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use kafka_core::consumer::ConsumerRecord;
+use kafka_core::consumer::{ConsumerRecord, OffsetAndTimestamp};
 use kafka_tests::consumer_suite::{self as suite, RECORDS};
 use kafka_tokio::{Consumer, Error};
 use tokio::runtime::Runtime;
+
+/// How long an offset lookup may take.
+const LOOKUP: Duration = Duration::from_secs(60);
 
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -50,6 +53,24 @@ impl suite::Adapter for Tokio {
     }
     fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
         self.rt.block_on(self.consumer.poll(timeout)).expect("poll")
+    }
+    fn beginning_offsets(&mut self, partitions: &[(String, i32)]) -> suite::Lookup<i64> {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        let call = self.consumer.beginning_offsets(parts, LOOKUP);
+        self.rt.block_on(call).expect("beginning_offsets")
+    }
+    fn end_offsets(&mut self, partitions: &[(String, i32)]) -> suite::Lookup<i64> {
+        let parts = partitions.iter().map(|(t, p)| (t, *p));
+        let call = self.consumer.end_offsets(parts, LOOKUP);
+        self.rt.block_on(call).expect("end_offsets")
+    }
+    fn offsets_for_times(
+        &mut self,
+        times: &[((String, i32), i64)],
+    ) -> suite::Lookup<Option<OffsetAndTimestamp>> {
+        let times = times.iter().map(|((t, p), at)| ((t, *p), *at));
+        let call = self.consumer.offsets_for_times(times, LOOKUP);
+        self.rt.block_on(call).expect("offsets_for_times")
     }
     fn close(&mut self) {
         self.rt.block_on(self.consumer.close()).expect("close");

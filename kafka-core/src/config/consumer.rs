@@ -15,6 +15,10 @@ pub enum OffsetReset {
     Latest,
     /// Fail with a typed error instead.
     None,
+    /// `by_duration:PnDTnHnMn.nS` (KIP-1106): the first record whose timestamp is at most
+    /// this long before the reset (ListOffsets by timestamp); the log end when no record
+    /// is that recent.
+    ByDuration(Duration),
 }
 
 impl std::str::FromStr for OffsetReset {
@@ -24,9 +28,68 @@ impl std::str::FromStr for OffsetReset {
             "earliest" => Ok(OffsetReset::Earliest),
             "latest" => Ok(OffsetReset::Latest),
             "none" => Ok(OffsetReset::None),
-            _ => Err("expected earliest, latest or none".into()),
+            "by_duration" => Err("by_duration needs a duration: by_duration:PnDTnHnMn.nS".into()),
+            other => match other.strip_prefix("by_duration:") {
+                Some(iso) => iso_duration(iso).map(OffsetReset::ByDuration),
+                None => Err("expected earliest, latest, none or by_duration:PnDTnHnMn.nS".into()),
+            },
         }
     }
+}
+
+/// An ISO-8601 duration as Java's `Duration.parse` reads it (`PnDTnHnMn.nS`, any part
+/// left out, case-insensitive), not negative.
+fn iso_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a duration of the form PnDTnHnMn.nS");
+    if text.contains('-') {
+        return Err(format!("{text:?}: negative durations are not supported"));
+    }
+    let upper = text.trim_start_matches('+').to_ascii_uppercase();
+    let body = upper.strip_prefix('P').ok_or_else(bad)?;
+    let (days, time) = match body.split_once('T') {
+        Some((days, time)) if !time.is_empty() => (days, Some(time)),
+        Some(_) => return Err(bad()),
+        None => (body, None),
+    };
+    let mut total = Duration::ZERO;
+    let mut parts = 0;
+    if !days.is_empty() {
+        let n = days.strip_suffix('D').ok_or_else(bad)?;
+        total += whole(n, 86_400).ok_or_else(bad)?;
+        parts += 1;
+    }
+    let mut rest = time.unwrap_or("");
+    for (unit, secs) in [('H', 3_600), ('M', 60)] {
+        if let Some((n, tail)) = rest.split_once(unit) {
+            total += whole(n, secs).ok_or_else(bad)?;
+            rest = tail;
+            parts += 1;
+        }
+    }
+    if !rest.is_empty() {
+        let n = rest.strip_suffix('S').ok_or_else(bad)?;
+        let (int, frac) = n.split_once(['.', ',']).unwrap_or((n, ""));
+        total += whole(int, 1).ok_or_else(bad)?;
+        if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let nanos: u32 = format!("{frac:0<9}").parse().map_err(|_| bad())?;
+        total += Duration::from_nanos(u64::from(nanos));
+        parts += 1;
+    }
+    if parts == 0 {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
+/// `n` units of `secs` seconds, `n` a plain decimal number.
+fn whole(n: &str, secs: u64) -> Option<Duration> {
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = n.parse().ok()?;
+    Some(Duration::from_secs(n.checked_mul(secs)?))
 }
 
 /// `isolation.level`.

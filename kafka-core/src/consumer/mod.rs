@@ -6,7 +6,8 @@
 //! Files: `session` (KIP-227 bookkeeping), `fetcher` (Fetch requests and answers,
 //! preferred read replicas of KIP-392), `reset` (ListOffsets), `validate` (leader epochs
 //! of KIP-320: OffsetForLeaderEpoch after a leader change, log truncation), `records`
-//! (chunks of fetched data, read_committed filtering, [`ConsumerRecord`]).
+//! (chunks of fetched data, read_committed filtering, [`ConsumerRecord`]), `lookup`
+//! (the one-shot `beginning_offsets`, `end_offsets` and `offsets_for_times`).
 //!
 //! Driving it, like the producer: `client.start_op(now, Consumer::new(&config)?)`, then
 //! `client.command(now, id, |c, cx| c.assign(cx, ..))` and, on `Event::Notify` for it,
@@ -15,6 +16,7 @@
 //! This is the assign-mode consumer; the group consumer (`crate::group`) drives it too.
 
 mod fetcher;
+mod lookup;
 mod records;
 mod reset;
 mod session;
@@ -27,6 +29,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use lookup::{EdgeOffsets, OffsetAndTimestamp, OffsetsForTimes};
 pub use records::ConsumerRecord;
 
 use fetcher::InFlightFetch;
@@ -108,21 +111,28 @@ pub enum ConsumeError {
 enum Reset {
     Earliest,
     Latest,
+    /// The first record at most this long old (`by_duration`, KIP-1106).
+    Since(Duration),
 }
 
 impl Reset {
     fn from_policy(p: OffsetReset) -> Self {
         match p {
             OffsetReset::Earliest => Reset::Earliest,
+            OffsetReset::ByDuration(d) => Reset::Since(d),
             _ => Reset::Latest,
         }
     }
 
-    /// ListOffsets' timestamp for it.
-    fn timestamp(self) -> i64 {
+    /// ListOffsets' timestamp for it, `now_ms` being the wall clock.
+    fn timestamp(self, now_ms: i64) -> i64 {
         match self {
             Reset::Earliest => -2,
             Reset::Latest => -1,
+            Reset::Since(d) => {
+                let back = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+                now_ms.saturating_sub(back).max(0)
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Position resets by `auto.offset.reset` (and `seek_to_beginning`/`seek_to_end`):
-//! ListOffsets to each partition's leader, with the leader epoch the consumer knows
+//! ListOffsets (earliest, latest, or the wall clock minus `by_duration`'s duration) to each partition's leader, with the leader epoch the consumer knows
 //! (KIP-320: a broker with a newer or older epoch answers FENCED_LEADER_EPOCH /
 //! UNKNOWN_LEADER_EPOCH, and the reset is retried after a metadata refresh).
 
@@ -16,6 +16,7 @@ impl Consumer {
     /// Sends ListOffsets for partitions waiting for a reset, per leader.
     pub(super) fn send_resets(&mut self, cx: &mut OpContext<'_>) {
         let now = cx.now();
+        let now_ms = cx.wall_clock_ms();
         let mut by_node: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
         let mut epochs: BTreeMap<usize, i32> = BTreeMap::new();
         for (i, p) in self.parts.iter().enumerate() {
@@ -44,7 +45,7 @@ impl Consumer {
                 let lp = ListOffsetsPartition {
                     partition_index: p.partition,
                     current_leader_epoch: epochs.get(&i).copied().unwrap_or(-1),
-                    timestamp: p.reset.map_or(-1, Reset::timestamp),
+                    timestamp: p.reset.map_or(-1, |r| r.timestamp(now_ms)),
                     ..Default::default()
                 };
                 match topics.iter_mut().find(|t| *t.name == *p.topic) {
@@ -99,7 +100,14 @@ impl Consumer {
                     }
                     let p = &mut self.parts[pi];
                     let code = KafkaCode(r.error_code);
-                    if code == KafkaCode::NONE && r.offset >= 0 {
+                    if code == KafkaCode::NONE
+                        && r.offset < 0
+                        && matches!(p.reset, Some(Reset::Since(_)))
+                    {
+                        // No record that recent: the log end, as KIP-1106 says.
+                        p.reset = Some(Reset::Latest);
+                        p.retry_at = None;
+                    } else if code == KafkaCode::NONE && r.offset >= 0 {
                         if p.reset.is_some() {
                             // No epoch: a reset position is not validated (as in Java).
                             p.moved(Some(r.offset), -1);

@@ -91,6 +91,36 @@ pub fn partitions<T: AsRef<str>>(
         .collect()
 }
 
+/// Partitions as the offset lookups take them.
+pub fn lookup_partitions<T: AsRef<str>>(
+    partitions: impl IntoIterator<Item = (T, i32)>,
+) -> Vec<kafka_core::admin::TopicPartition> {
+    partitions
+        .into_iter()
+        .map(|(t, p)| kafka_core::admin::TopicPartition::new(t.as_ref(), p))
+        .collect()
+}
+
+/// `((topic, partition), time)` pairs as `offsets_for_times` takes them.
+pub fn lookup_times<T: AsRef<str>>(
+    times: impl IntoIterator<Item = ((T, i32), i64)>,
+) -> Vec<(kafka_core::admin::TopicPartition, i64)> {
+    times
+        .into_iter()
+        .map(|((t, p), at)| (kafka_core::admin::TopicPartition::new(t.as_ref(), p), at))
+        .collect()
+}
+
+/// What `offsets_for_times` ends with: per partition, the first record at or after the
+/// time, `None` when no record is that recent.
+pub type OffsetsForTimesResult = Result<
+    std::collections::BTreeMap<
+        kafka_core::admin::TopicPartition,
+        Option<kafka_core::consumer::OffsetAndTimestamp>,
+    >,
+    kafka_core::admin::AdminError,
+>;
+
 /// A control call on its way to the driver.
 #[derive(Debug)]
 pub(crate) enum Control {

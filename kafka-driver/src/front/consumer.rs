@@ -7,13 +7,17 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use kafka_core::config::ClientConfig;
-use kafka_core::consumer::Consumer;
+use std::collections::BTreeMap;
 
-use super::{Command, Handle};
+use kafka_core::admin::{AdminError, TopicPartition};
+use kafka_core::config::ClientConfig;
+use kafka_core::consumer::{Consumer, EdgeOffsets, OffsetsForTimes};
+
+use super::{Call, Command, Handle};
 use crate::chan::{self, Receiver};
 use crate::consumer::{
     self, ConsumerError, ConsumerKey, ConsumerMetrics, ConsumerRecord, HubCommand, Mailbox,
+    OffsetsForTimesResult,
 };
 
 /// An async consumer on a front's driver task (assign mode). Cheap to clone (`Send +
@@ -27,6 +31,8 @@ pub struct AsyncConsumer {
 struct Inner {
     mailbox: Mailbox,
     front: Handle,
+    /// The client's configuration, for the offset lookups (`isolation.level`).
+    config: ClientConfig,
 }
 
 impl Drop for Inner {
@@ -46,7 +52,7 @@ impl Handle {
             hub.start_consumer(now, consumer, &theirs);
         });
         let _ = self.commands.push(start);
-        AsyncConsumer::over(mailbox, self.clone())
+        AsyncConsumer::over(mailbox, self.clone(), config)
     }
 
     /// A submit function for a mailbox on this driver.
@@ -59,10 +65,51 @@ impl Handle {
 impl AsyncConsumer {
     /// The consumer over `mailbox` (its core side started on `front`'s driver); closes
     /// it when the last clone goes.
-    pub(crate) fn over(mailbox: Mailbox, front: Handle) -> Self {
+    pub(crate) fn over(mailbox: Mailbox, front: Handle, config: &ClientConfig) -> Self {
+        let config = config.clone();
         AsyncConsumer {
-            inner: Arc::new(Inner { mailbox, front }),
+            inner: Arc::new(Inner {
+                mailbox,
+                front,
+                config,
+            }),
         }
+    }
+
+    /// The log start offsets of `partitions`, within `timeout` (see
+    /// [`EdgeOffsets`]).
+    pub fn beginning_offsets<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        timeout: Duration,
+    ) -> Call<Result<BTreeMap<TopicPartition, i64>, AdminError>> {
+        let parts = consumer::lookup_partitions(partitions);
+        let op = EdgeOffsets::beginning(&self.inner.config, parts).timeout(timeout);
+        self.inner.front.run(op)
+    }
+
+    /// The end offsets of `partitions` (the last stable offset under read_committed),
+    /// within `timeout` (see [`EdgeOffsets`]).
+    pub fn end_offsets<T: AsRef<str>>(
+        &self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        timeout: Duration,
+    ) -> Call<Result<BTreeMap<TopicPartition, i64>, AdminError>> {
+        let parts = consumer::lookup_partitions(partitions);
+        let op = EdgeOffsets::end(&self.inner.config, parts).timeout(timeout);
+        self.inner.front.run(op)
+    }
+
+    /// Per partition, the first record at or after a time (ms since the epoch), within
+    /// `timeout` (see [`OffsetsForTimes`]).
+    pub fn offsets_for_times<T: AsRef<str>>(
+        &self,
+        times: impl IntoIterator<Item = ((T, i32), i64)>,
+        timeout: Duration,
+    ) -> Call<OffsetsForTimesResult> {
+        let times = consumer::lookup_times(times);
+        let op = OffsetsForTimes::new(&self.inner.config, times).timeout(timeout);
+        self.inner.front.run(op)
     }
 
     /// The timer of the front's runtime.

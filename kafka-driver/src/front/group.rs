@@ -34,7 +34,7 @@ impl Handle {
         let start: Command = Box::new(move |hub, now| hub.start_group(now, group, &theirs));
         let _ = self.commands.push(start);
         AsyncGroupConsumer {
-            consumer: AsyncConsumer::over(mailbox.mailbox().clone(), self.clone()),
+            consumer: AsyncConsumer::over(mailbox.mailbox().clone(), self.clone(), config),
             group: mailbox,
         }
     }
@@ -323,6 +323,45 @@ macro_rules! async_group_consumer {
         /// A snapshot of the fetcher's counters.
         pub async fn metrics(&self) -> Result<ConsumerMetrics, Error> {
             self.inner.consumer().metrics().await.map_err(failed)
+        }
+
+        /// The log start offsets of `partitions` (any partitions, owned or not), within
+        /// `timeout`.
+        pub async fn beginning_offsets<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+            timeout: Duration,
+        ) -> Result<::std::collections::BTreeMap<kafka_core::admin::TopicPartition, i64>, Error> {
+            let call = self.inner.consumer().beginning_offsets(partitions, timeout);
+            call.await.map_err(Error::Lookup)
+        }
+
+        /// The end offsets of `partitions` (the last stable offset under read_committed),
+        /// within `timeout`.
+        pub async fn end_offsets<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+            timeout: Duration,
+        ) -> Result<::std::collections::BTreeMap<kafka_core::admin::TopicPartition, i64>, Error> {
+            let call = self.inner.consumer().end_offsets(partitions, timeout);
+            call.await.map_err(Error::Lookup)
+        }
+
+        /// Per partition, the first record at or after a time (ms since the epoch);
+        /// `None` where no record is that recent.
+        pub async fn offsets_for_times<T: AsRef<str>>(
+            &self,
+            times: impl IntoIterator<Item = ((T, i32), i64)>,
+            timeout: Duration,
+        ) -> Result<
+            ::std::collections::BTreeMap<
+                kafka_core::admin::TopicPartition,
+                Option<kafka_core::consumer::OffsetAndTimestamp>,
+            >,
+            Error,
+        > {
+            let call = self.inner.consumer().offsets_for_times(times, timeout);
+            call.await.map_err(Error::Lookup)
         }
 
         /// Closes: commits what the application has taken (auto-commit on), leaves the

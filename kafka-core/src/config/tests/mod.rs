@@ -400,3 +400,34 @@ fn a_transactional_id_implies_idempotence_and_refuses_it_off() {
         .unwrap_err();
     assert!(err.to_string().contains("enable.idempotence"), "{err}");
 }
+
+#[test]
+fn auto_offset_reset_by_duration_reads_iso_durations_as_java_does() {
+    let reset = |v: &str| {
+        base()
+            .set("auto.offset.reset", v)
+            .map(|b| b.build().unwrap().consumer().auto_offset_reset)
+    };
+    let by = |secs: u64, nanos: u32| Ok(OffsetReset::ByDuration(Duration::new(secs, nanos)));
+    assert_eq!(reset("by_duration:PT1H"), by(3_600, 0));
+    assert_eq!(reset("by_duration:P1DT2H3M4.5S"), by(93_784, 500_000_000));
+    assert_eq!(reset("by_duration:pt30m"), by(1_800, 0));
+    assert_eq!(reset("by_duration:P2D"), by(172_800, 0));
+    assert_eq!(reset("by_duration:PT0.000000001S"), by(0, 1));
+    assert_eq!(reset("by_duration:PT0S"), by(0, 0));
+    for bad in [
+        "by_duration",
+        "by_duration:",
+        "by_duration:P",
+        "by_duration:PT",
+        "by_duration:1H",
+        "by_duration:-PT1H",
+        "by_duration:PT-1H",
+        "by_duration:P1W",
+        "by_duration:PT1S5M",
+        "by_duration:PT1.0000000001S",
+        "by_duration:P99999999999999999999D",
+    ] {
+        assert!(reset(bad).is_err(), "{bad} was accepted");
+    }
+}

@@ -223,12 +223,14 @@ impl Harness {
         req: &ListOffsetsRequest,
     ) -> ListOffsetsResponse {
         let refuse = self.refuse_list_offsets.take();
+        self.list_offsets_isolation.push(req.isolation_level);
         let mut topics = Vec::new();
         for t in &req.topics {
             let mut partitions = Vec::new();
             for p in &t.partitions {
                 let i = p.partition_index;
                 self.list_offsets_epochs.push((i, p.current_leader_epoch));
+                self.list_offsets_times.push((i, p.timestamp));
                 let code = match refuse {
                     Some(code) => code,
                     None if node != self.leaders[i as usize] => KafkaCode::NOT_LEADER_OR_FOLLOWER,
@@ -237,6 +239,9 @@ impl Harness {
                 let log = &self.logs[i as usize];
                 let offset = match (code, p.timestamp) {
                     (KafkaCode::NONE, -2) => 0,
+                    (KafkaCode::NONE, t) if t >= 0 => {
+                        self.offsets_by_time.get(&i).copied().unwrap_or(-1)
+                    }
                     (KafkaCode::NONE, _) => log.next,
                     _ => -1,
                 };

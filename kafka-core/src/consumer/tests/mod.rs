@@ -3,12 +3,13 @@
 //! written under leader epochs), a fetch session cache that checks epochs the way Kafka
 //! does, leader epoch fencing, OffsetForLeaderEpoch, follower reads and a preferred read
 //! replica. Scenarios by theme: `fetching`, `positions`, `epochs` (KIP-320), `replicas`
-//! (KIP-392); the brokers' answers are in `broker`, the logs in `log`.
+//! (KIP-392), `lookups` (offsets by edge and time); the brokers' answers are in `broker`, the logs in `log`.
 
 mod broker;
 mod epochs;
 mod fetching;
 mod log;
+mod lookups;
 mod positions;
 mod replicas;
 
@@ -63,6 +64,13 @@ struct Harness {
     validations: Vec<(i32, i32, i32, i32)>,
     /// Every ListOffsets partition seen: (partition, current leader epoch).
     list_offsets_epochs: Vec<(i32, i32)>,
+    /// Every ListOffsets partition seen: (partition, timestamp asked for).
+    list_offsets_times: Vec<(i32, i64)>,
+    /// The isolation level of every ListOffsets seen.
+    list_offsets_isolation: Vec<i8>,
+    /// The answer to a ListOffsets by timestamp per partition (none: offset -1, no
+    /// record that recent).
+    offsets_by_time: HashMap<i32, i64>,
     /// Answer the next Fetch with this top-level error.
     fail_next_fetch: Option<KafkaCode>,
     /// One-shot partition errors of Fetch answers: (node, partition, code).
@@ -112,6 +120,9 @@ impl Harness {
             seen_fetches: Vec::new(),
             validations: Vec::new(),
             list_offsets_epochs: Vec::new(),
+            list_offsets_times: Vec::new(),
+            list_offsets_isolation: Vec::new(),
+            offsets_by_time: HashMap::new(),
             fail_next_fetch: None,
             inject: Vec::new(),
             follower_reads: true,

@@ -228,3 +228,38 @@ fn a_reset_waiting_for_an_unknown_leader_does_not_wake_itself_in_a_busy_loop() {
     assert!(h.values(1).is_empty() && h.values(2).is_empty());
     assert!(h.errors.is_empty(), "{:?}", h.errors);
 }
+
+#[test]
+fn by_duration_resets_to_the_first_recent_record_or_the_log_end() {
+    let mut h = Harness::new(&[("auto.offset.reset", "by_duration:PT1H")]);
+    let wall = Duration::from_secs(1_700_000_000);
+    h.client.handle_wall_clock(wall);
+    h.offsets_by_time.insert(0, 15);
+    h.offsets_by_time.insert(2, 0);
+    // Partition 1 has no record within the hour: the broker answers offset -1.
+    h.assign_all();
+    h.run(Duration::from_millis(100));
+    assert_eq!(h.values(0), expected(0, 20)[15..].to_vec());
+    assert!(h.values(1).is_empty(), "{:?}", h.values(1));
+    assert_eq!(h.values(2), expected(2, 20));
+    let hour_ago = i64::try_from((wall - Duration::from_secs(3_600)).as_millis()).unwrap();
+    for p in 0..PARTITIONS {
+        let asked: Vec<i64> = h
+            .list_offsets_times
+            .iter()
+            .filter(|&&(q, _)| q == p)
+            .map(|&(_, t)| t)
+            .collect();
+        assert!(!asked.is_empty(), "partition {p} was never reset");
+        let t = asked[0];
+        assert!(
+            (hour_ago..hour_ago + 100).contains(&t),
+            "partition {p} asked for {t}, an hour before the wall clock is {hour_ago}"
+        );
+        // Only the partition without a recent record asks again, for the log end.
+        let again = if p == 1 { vec![-1] } else { vec![] };
+        assert_eq!(asked[1..], again[..], "partition {p}");
+    }
+    assert_eq!(h.consumer(|c| c.position(TOPIC, 1)), Some(20));
+    assert!(h.errors.is_empty(), "{:?}", h.errors);
+}
