@@ -99,6 +99,22 @@ impl Consumer {
         self.inner.seek(topic, partition, offset).map_err(failed)
     }
 
+    /// Moves the position to an offset known to follow a record of leader epoch
+    /// `leader_epoch` (a committed offset's): the position is validated with
+    /// OffsetForLeaderEpoch before fetching from it (KIP-320; Java's
+    /// `seek(partition, OffsetAndMetadata)`). Without an epoch, as [`Consumer::seek`].
+    pub fn seek_with_epoch(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) -> Result<(), Error> {
+        self.inner
+            .seek_with_epoch(topic, partition, offset, leader_epoch)
+            .map_err(failed)
+    }
+
     /// Moves the positions to the log start.
     pub fn seek_to_beginning<T: AsRef<str>>(
         &self,

@@ -86,6 +86,19 @@ impl ConsumerView<'_> {
         self.command(|c, _| c.seek(topic, partition, offset));
     }
 
+    /// Moves the position to an offset known to follow a record of leader epoch
+    /// `leader_epoch` (a committed offset's): validated with OffsetForLeaderEpoch before
+    /// fetching from it (KIP-320).
+    pub fn seek_with_epoch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) {
+        self.command(|c, _| c.seek_with_epoch(topic, partition, offset, leader_epoch));
+    }
+
     /// Moves the positions to the log start.
     pub fn seek_to_beginning<'t>(&mut self, partitions: impl IntoIterator<Item = (&'t str, i32)>) {
         self.command(|c, _| c.seek_to_beginning(partitions));

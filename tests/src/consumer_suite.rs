@@ -4,6 +4,7 @@
 //! partition from the beginning: every record exactly once, in offset order per
 //! partition, with the key and value it was sent with; then the offset lookups
 //! (`beginning_offsets`, `end_offsets`, `offsets_for_times`), `position`, `seek`,
+//! `seek_with_epoch` (validated: KIP-320),
 //! `seek_to_beginning`, `pause` and `resume`.
 
 use std::collections::{BTreeMap, HashMap};
@@ -31,6 +32,10 @@ pub trait Adapter {
     fn assign(&mut self, partitions: &[(String, i32)]);
     /// `seek`.
     fn seek(&mut self, topic: &str, partition: i32, offset: i64);
+    /// `seek_with_epoch`.
+    fn seek_with_epoch(&mut self, topic: &str, partition: i32, offset: i64, epoch: i32);
+    /// The `validations` counter of `metrics`.
+    fn validations(&mut self) -> u64;
     /// `seek_to_beginning`.
     fn seek_to_beginning(&mut self, partitions: &[(String, i32)]);
     /// `pause`.
@@ -240,6 +245,18 @@ pub fn run(c: &mut impl Adapter, fixture: &Fixture) {
     assert_eq!(c.position(topic, 0), Some(10));
     let mut check = Check::new(fixture).from(0, 10);
     consume(c, &mut check, fixture.len(0) - 10);
+
+    eprintln!("consumer suite: seek with an epoch");
+    // The same, knowing the record before offset 10 was written in leader epoch 0 (a
+    // fresh topic's): the position is validated with OffsetForLeaderEpoch first.
+    let validated = c.validations();
+    c.seek_with_epoch(topic, 0, 10, 0);
+    let mut check = Check::new(fixture).from(0, 10);
+    consume(c, &mut check, fixture.len(0) - 10);
+    assert!(
+        c.validations() > validated,
+        "a position sought with its epoch is validated"
+    );
 
     eprintln!("consumer suite: pause");
     // pause 1 and rewind everything: the others come, 1 stays at its start.

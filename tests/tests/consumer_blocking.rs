@@ -21,6 +21,14 @@ impl suite::Adapter for Blocking {
     fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
         self.0.seek(topic, partition, offset).expect("seek");
     }
+    fn seek_with_epoch(&mut self, topic: &str, partition: i32, offset: i64, epoch: i32) {
+        self.0
+            .seek_with_epoch(topic, partition, offset, Some(epoch))
+            .expect("seek_with_epoch");
+    }
+    fn validations(&mut self) -> u64 {
+        self.0.metrics().expect("metrics").validations
+    }
     fn seek_to_beginning(&mut self, partitions: &[(String, i32)]) {
         self.0
             .seek_to_beginning(partitions.iter().map(|(t, p)| (t, *p)))

@@ -75,6 +75,18 @@ impl suite::Adapter for Mio {
     fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
         self.driver.consumer(self.id).seek(topic, partition, offset);
     }
+    fn seek_with_epoch(&mut self, topic: &str, partition: i32, offset: i64, epoch: i32) {
+        self.driver
+            .consumer(self.id)
+            .seek_with_epoch(topic, partition, offset, Some(epoch));
+    }
+    fn validations(&mut self) -> u64 {
+        self.driver
+            .consumer(self.id)
+            .metrics()
+            .expect("a running consumer")
+            .validations
+    }
     fn seek_to_beginning(&mut self, partitions: &[(String, i32)]) {
         self.driver
             .consumer(self.id)

@@ -32,6 +32,17 @@ impl suite::Adapter for Tokio {
     fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
         self.consumer.seek(topic, partition, offset).expect("seek");
     }
+    fn seek_with_epoch(&mut self, topic: &str, partition: i32, offset: i64, epoch: i32) {
+        self.consumer
+            .seek_with_epoch(topic, partition, offset, Some(epoch))
+            .expect("seek_with_epoch");
+    }
+    fn validations(&mut self) -> u64 {
+        self.rt
+            .block_on(self.consumer.metrics())
+            .expect("metrics")
+            .validations
+    }
     fn seek_to_beginning(&mut self, partitions: &[(String, i32)]) {
         let parts = partitions.iter().map(|(t, p)| (t, *p));
         self.consumer

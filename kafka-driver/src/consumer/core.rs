@@ -27,7 +27,7 @@ pub trait FetchMachine: Operation<Output = ConsumerMetrics> {
     /// Consumes exactly these partitions (assign mode only; a group ignores it).
     fn assign(&mut self, cx: &mut OpContext<'_>, partitions: &[TopicPartition]);
     /// Moves a position.
-    fn seek(&mut self, topic: &str, partition: i32, offset: i64);
+    fn seek(&mut self, topic: &str, partition: i32, offset: i64, leader_epoch: Option<i32>);
     /// Moves a position back to records handed out but not consumed (keeps its epoch).
     fn rewind(&mut self, topic: &str, partition: i32, offset: i64);
     /// Moves positions to the log start.
@@ -56,8 +56,8 @@ macro_rules! fetch_machine_common {
         fn take_error(&mut self) -> Option<ConsumeError> {
             $m::take_error(self)
         }
-        fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
-            $m::seek(self, topic, partition, offset);
+        fn seek(&mut self, topic: &str, partition: i32, offset: i64, leader_epoch: Option<i32>) {
+            $m::seek_with_epoch(self, topic, partition, offset, leader_epoch);
         }
         fn rewind(&mut self, topic: &str, partition: i32, offset: i64) {
             $m::rewind(self, topic, partition, offset);
@@ -188,9 +188,9 @@ impl<M: FetchMachine> ConsumerCore<M> {
                 held.retain(|r| in_list(r, &parts));
                 c.assign(cx, &parts);
             }
-            Control::Seek((t, p), offset) => {
+            Control::Seek((t, p), offset, epoch) => {
                 held.retain(|r| !is(r, &t, p));
-                c.seek(&t, p, offset);
+                c.seek(&t, p, offset, epoch);
             }
             Control::SeekToBeginning(parts) => {
                 held.retain(|r| !in_list(r, &parts));

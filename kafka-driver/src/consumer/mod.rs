@@ -125,7 +125,8 @@ pub type OffsetsForTimesResult = Result<
 #[derive(Debug)]
 pub(crate) enum Control {
     Assign(Vec<TopicPartition>),
-    Seek(TopicPartition, i64),
+    /// The partition, the offset and the leader epoch of the record before it.
+    Seek(TopicPartition, i64, Option<i32>),
     SeekToBeginning(Vec<TopicPartition>),
     SeekToEnd(Vec<TopicPartition>),
     /// Partitions to pause, and the first offset dropped from the queue per partition.
@@ -242,11 +243,26 @@ impl Mailbox {
 
     /// Moves a partition's position: the next record it hands out is at `offset`.
     pub fn seek(&self, topic: &str, partition: i32, offset: i64) -> Result<(), ConsumerError> {
+        self.seek_with_epoch(topic, partition, offset, None)
+    }
+
+    /// [`Mailbox::seek`] to an offset known to follow a record of leader epoch
+    /// `leader_epoch` (a committed offset's): the core validates the position with
+    /// OffsetForLeaderEpoch before fetching from it (KIP-320, Java's
+    /// `seek(partition, OffsetAndMetadata)`).
+    pub fn seek_with_epoch(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) -> Result<(), ConsumerError> {
         if let Some(g) = &mut self.shared.lock().group {
             g.sought(topic, partition, offset);
         }
         let tp = (topic.to_string(), partition);
-        self.control(Control::Seek(tp, offset), move |r| is(r, topic, partition))
+        let control = Control::Seek(tp, offset, leader_epoch);
+        self.control(control, move |r| is(r, topic, partition))
     }
 
     /// Moves positions to the log start (resolved with ListOffsets).

@@ -163,6 +163,18 @@ impl AsyncConsumer {
         self.inner.mailbox.seek(topic, partition, offset)
     }
 
+    /// See [`Mailbox::seek_with_epoch`].
+    pub fn seek_with_epoch(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) -> Result<(), ConsumerError> {
+        let mailbox = &self.inner.mailbox;
+        mailbox.seek_with_epoch(topic, partition, offset, leader_epoch)
+    }
+
     /// See [`Mailbox::seek_to_beginning`].
     pub fn seek_to_beginning<T: AsRef<str>>(
         &self,

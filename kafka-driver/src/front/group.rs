@@ -295,6 +295,22 @@ macro_rules! async_group_consumer {
                 .map_err(failed)
         }
 
+        /// [`GroupConsumer::seek`] to an offset known to follow a record of leader epoch
+        /// `leader_epoch` (a committed offset's): validated with OffsetForLeaderEpoch
+        /// before fetching from it (KIP-320).
+        pub fn seek_with_epoch(
+            &self,
+            topic: &str,
+            partition: i32,
+            offset: i64,
+            leader_epoch: Option<i32>,
+        ) -> Result<(), Error> {
+            self.inner
+                .consumer()
+                .seek_with_epoch(topic, partition, offset, leader_epoch)
+                .map_err(failed)
+        }
+
         /// Hands out nothing more from these partitions until resumed.
         pub fn pause<T: AsRef<str>>(
             &self,

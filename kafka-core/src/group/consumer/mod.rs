@@ -200,7 +200,21 @@ impl GroupConsumer {
     /// Moves a partition's position (it must be owned). With reported positions it is
     /// the partition's consumed position too (nothing of it is consumed past it).
     pub fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
-        self.fetcher.seek(topic, partition, offset);
+        self.seek_with_epoch(topic, partition, offset, None);
+    }
+
+    /// [`GroupConsumer::seek`] to an offset known to follow a record of leader epoch
+    /// `leader_epoch` (see [`Consumer::seek_with_epoch`](crate::consumer::Consumer::seek_with_epoch)):
+    /// validated with OffsetForLeaderEpoch before fetching from it.
+    pub fn seek_with_epoch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) {
+        self.fetcher
+            .seek_with_epoch(topic, partition, offset, leader_epoch);
         let tp: TopicPartition = (topic.into(), partition);
         if let (Some(r), true) = (&mut self.reported, self.owned.contains(&tp)) {
             r.insert(tp, offset);
