@@ -224,16 +224,13 @@ impl Producer {
     /// Adds consumed offsets to the open transaction (the next offsets to read, per
     /// partition): they commit for `group` if and only if the transaction commits.
     /// `group` is the consumer's [`GroupConsumer::group_metadata`](crate::GroupConsumer::group_metadata).
-    pub fn send_offsets_to_transaction<T: AsRef<str>>(
+    pub fn send_offsets_to_transaction(
         &self,
-        offsets: impl IntoIterator<Item = (T, i32, i64)>,
+        offsets: impl IntoIterator<Item = impl Into<kafka_core::producer::TxnOffset>>,
         group: &GroupMetadata,
         timeout: Duration,
     ) -> Result<(), Error> {
-        let offsets = offsets
-            .into_iter()
-            .map(|(t, p, o)| ((t.as_ref().into(), p), o))
-            .collect();
+        let offsets = offsets.into_iter().map(Into::into).collect();
         self.transaction(TxnCall::SendOffsets(offsets, group.clone()), timeout)
     }
 

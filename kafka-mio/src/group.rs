@@ -11,6 +11,8 @@ use kafka_core::group::{
     CommitId, GroupConsumer, GroupError, GroupEvent, GroupMetadata, TopicPartition, TopicPattern,
 };
 
+use kafka_core::producer::TxnOffset;
+
 use crate::Driver;
 
 impl Driver {
@@ -124,13 +126,26 @@ impl GroupConsumerView<'_> {
     /// what [`GroupConsumerView::poll`] handed out) of every owned partition: what a
     /// consume-transform-produce loop sends into its transaction before committing it.
     /// `None` if not running.
-    pub fn transaction_offsets(&mut self) -> Option<(GroupMetadata, Vec<(TopicPartition, i64)>)> {
-        self.command(|g, _| (g.group_metadata(), g.consumed_offsets()))
+    pub fn transaction_offsets(&mut self) -> Option<(GroupMetadata, Vec<TxnOffset>)> {
+        self.command(|g, _| (g.group_metadata(), g.transaction_offsets()))
     }
 
     /// The next record handed out from the (owned) partition is at `offset`.
     pub fn seek(&mut self, topic: &str, partition: i32, offset: i64) {
         self.command(|g, _| g.seek(topic, partition, offset));
+    }
+
+    /// Moves an owned partition's position to an offset known to follow a record of
+    /// leader epoch `leader_epoch` (a committed offset's): validated with
+    /// OffsetForLeaderEpoch before fetching from it (KIP-320).
+    pub fn seek_with_epoch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) {
+        self.command(|g, _| g.seek_with_epoch(topic, partition, offset, leader_epoch));
     }
 
     /// Hands out nothing more from these partitions until resumed.

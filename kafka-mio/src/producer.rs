@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use kafka_core::client::{OpContext, OpId};
 use kafka_core::config::ConfigError;
-use kafka_core::group::{GroupMetadata, TopicPartition};
+use kafka_core::group::GroupMetadata;
 use kafka_core::producer::{
     Appended, FlushToken, Producer, ProducerMetrics, ProducerRecord, Report, SendError, TxnError,
-    TxnOp, TxnState,
+    TxnOffset, TxnOp, TxnState,
 };
 
 use crate::Driver;
@@ -197,7 +197,7 @@ impl ProducerView<'_> {
     /// if and only if the transaction commits. The result is `(TxnOp::SendOffsets, _)`.
     pub fn send_offsets_to_transaction(
         &mut self,
-        offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
+        offsets: impl IntoIterator<Item = impl Into<TxnOffset>>,
         group: &GroupMetadata,
     ) -> Result<(), TxnError> {
         self.txn(|p, _| p.send_offsets_to_transaction(offsets, group))

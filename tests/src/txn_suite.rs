@@ -17,10 +17,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use kafka_core::admin::ListConsumerGroupOffsets;
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_core::group::GroupMetadata;
-use kafka_core::producer::ProducerMetrics;
+use kafka_core::producer::{ProducerMetrics, TxnOffset};
 
 use kafka_driver::producer::Record;
 
@@ -49,9 +50,8 @@ pub trait TxnProducer {
     /// The outcomes of the records sent since the last call, in send order (waits for
     /// each).
     fn outcomes(&mut self) -> Vec<Result<(), String>>;
-    /// `send_offsets_to_transaction` (`(topic, partition, next offset)`), waiting for
-    /// its result.
-    fn send_offsets(&mut self, offsets: Vec<(String, i32, i64)>, group: &GroupMetadata);
+    /// `send_offsets_to_transaction`, waiting for its result.
+    fn send_offsets(&mut self, offsets: Vec<TxnOffset>, group: &GroupMetadata);
     /// `commit_transaction`, waiting for its result.
     fn commit(&mut self) -> Result<(), String>;
     /// `abort_transaction`, waiting for its result.
@@ -64,9 +64,8 @@ pub trait TxnProducer {
 pub trait TxnMember {
     /// One poll (a batch, possibly empty).
     fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord>;
-    /// The member's group identity and consumed positions, `(topic, partition, next
-    /// offset)`.
-    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<(String, i32, i64)>);
+    /// The member's group identity and consumed positions (with their leader epochs).
+    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<TxnOffset>);
     /// `close` (leaves the group).
     fn close(&mut self);
 }
@@ -295,17 +294,23 @@ pub fn consume_transform_produce(adapter: &mut impl Adapter, bootstrap: &str, na
         }
         // Exactly what was handed out: the next offset after the last record taken
         // (a partition nothing was taken from yet may be left out, or be at 0).
-        for (t, part, o) in &offsets {
-            assert_eq!(t, &input, "{offsets:?}");
+        for o in &offsets {
+            let part = o.partition;
+            assert_eq!(o.topic, input, "{offsets:?}");
             assert_eq!(
-                Some(o),
-                next.get(part).or(Some(&0)),
+                Some(&o.offset),
+                next.get(&part).or(Some(&0)),
                 "partition {part}: {offsets:?}"
             );
+            // A fresh topic on one node: every record was written in leader epoch 0,
+            // and the position after a taken record carries it (KIP-320).
+            if next.contains_key(&part) {
+                assert_eq!(o.leader_epoch, Some(0), "partition {part}: {offsets:?}");
+            }
         }
         for part in next.keys() {
             assert!(
-                offsets.iter().any(|(_, p, _)| p == part),
+                offsets.iter().any(|o| o.partition == *part),
                 "partition {part} missing: {offsets:?}"
             );
         }
@@ -356,6 +361,17 @@ fn offsets_and_output_match(
         &got, ends,
         "the group's offsets are the input's end offsets"
     );
+    // Committed with the leader epoch of the record before each (a fresh topic on one
+    // node: epoch 0), so a consumer restarting from them validates them (KIP-320).
+    let epochs = committed_epochs(bootstrap, group, input);
+    for (p, end) in ends {
+        let want = (*end > 0).then_some(0);
+        assert_eq!(
+            epochs.get(p).copied().flatten(),
+            want,
+            "partition {p}: {epochs:?}"
+        );
+    }
 
     let out = read_values(bootstrap, output, "read_committed", INPUT);
     let c = counts(&out);
@@ -435,4 +451,21 @@ pub fn txn_pipeline(
     assert!(rounds >= 2, "the input took {rounds} round(s)");
     eprintln!("txn suite: {INPUT} input records in {rounds} pipeline rounds");
     offsets_and_output_match(bootstrap, &group, &input, &output, &ends);
+}
+
+/// The leader epochs the group's committed offsets of `topic` carry, per partition.
+fn committed_epochs(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i32, Option<i32>> {
+    let admin = kafka_blocking::Admin::new(
+        ClientConfig::from_pairs([("bootstrap.servers", bootstrap)]).expect("admin config"),
+    )
+    .expect("admin");
+    let mut all = admin
+        .run(ListConsumerGroupOffsets::new(group))
+        .expect("list group offsets");
+    let offsets = all.remove(group).expect("the group").expect("its offsets");
+    offsets
+        .into_iter()
+        .filter(|(tp, _)| tp.topic == topic)
+        .filter_map(|(tp, r)| Some((tp.partition, r.expect("partition")?.leader_epoch)))
+        .collect()
 }

@@ -9,7 +9,7 @@ use kafka_async_std::{DeliveryFuture, GroupConsumer, Producer, Record, TxnPipeli
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_core::group::GroupMetadata;
-use kafka_core::producer::ProducerMetrics;
+use kafka_core::producer::{ProducerMetrics, TxnOffset};
 use kafka_tests::txn_suite::{self as suite, PATIENCE};
 
 struct AsyncStd;
@@ -61,7 +61,7 @@ impl suite::TxnProducer for TxnProducer {
             out
         })
     }
-    fn send_offsets(&mut self, offsets: Vec<(String, i32, i64)>, group: &GroupMetadata) {
+    fn send_offsets(&mut self, offsets: Vec<TxnOffset>, group: &GroupMetadata) {
         block_on(self.p.send_offsets_to_transaction(offsets, group, PATIENCE))
             .expect("send_offsets_to_transaction");
     }
@@ -80,7 +80,7 @@ impl suite::TxnMember for Member {
     fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
         block_on(self.0.poll(timeout)).expect("poll")
     }
-    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<(String, i32, i64)>) {
+    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<TxnOffset>) {
         block_on(self.0.transaction_offsets()).expect("transaction_offsets")
     }
     fn close(&mut self) {

@@ -9,7 +9,7 @@ use kafka_blocking::{
 };
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
-use kafka_core::producer::ProducerMetrics;
+use kafka_core::producer::{ProducerMetrics, TxnOffset};
 use kafka_tests::txn_suite::{self as suite, PATIENCE};
 
 struct Blocking;
@@ -57,7 +57,7 @@ impl suite::TxnProducer for TxnProducer {
             })
             .collect()
     }
-    fn send_offsets(&mut self, offsets: Vec<(String, i32, i64)>, group: &GroupMetadata) {
+    fn send_offsets(&mut self, offsets: Vec<TxnOffset>, group: &GroupMetadata) {
         self.p
             .send_offsets_to_transaction(offsets, group, PATIENCE)
             .expect("send_offsets_to_transaction");
@@ -81,7 +81,7 @@ impl suite::TxnMember for Member {
     fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
         self.0.poll(timeout).expect("poll")
     }
-    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<(String, i32, i64)>) {
+    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<TxnOffset>) {
         self.0.transaction_offsets().expect("transaction_offsets")
     }
     fn close(&mut self) {

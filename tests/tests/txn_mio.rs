@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use kafka_core::client::OpId;
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
-use kafka_core::group::{GroupConsumer, GroupEvent, GroupMetadata, TopicPartition};
+use kafka_core::group::{GroupConsumer, GroupEvent, GroupMetadata};
 use kafka_core::producer::{
-    Appended, Producer, ProducerMetrics, ProducerRecord, SendError, TxnError, TxnOp, TxnState,
+    Appended, Producer, ProducerMetrics, ProducerRecord, SendError, TxnError, TxnOffset, TxnOp,
+    TxnState,
 };
 use kafka_mio::mio::{Events, Poll};
 use kafka_mio::Driver;
@@ -180,11 +181,7 @@ impl suite::TxnProducer for TxnProducer {
             })
             .collect()
     }
-    fn send_offsets(&mut self, offsets: Vec<(String, i32, i64)>, group: &GroupMetadata) {
-        let offsets: Vec<(TopicPartition, i64)> = offsets
-            .into_iter()
-            .map(|(t, p, o)| ((t.into(), p), o))
-            .collect();
+    fn send_offsets(&mut self, offsets: Vec<TxnOffset>, group: &GroupMetadata) {
         self.call(TxnOp::SendOffsets, |v| {
             v.send_offsets_to_transaction(offsets, group)
         })
@@ -245,14 +242,10 @@ impl suite::TxnMember for Member {
             self.lp.turn(until - now);
         }
     }
-    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<(String, i32, i64)>) {
+    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<TxnOffset>) {
         let mut view = self.lp.driver.group_consumer(self.id);
         let (meta, offsets) = view.transaction_offsets().expect("running");
         assert_eq!(view.group_metadata().as_ref(), Some(&meta));
-        let offsets = offsets
-            .into_iter()
-            .map(|((t, p), o)| (t.to_string(), p, o))
-            .collect();
         (meta, offsets)
     }
     fn close(&mut self) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_core::group::GroupMetadata;
-use kafka_core::producer::ProducerMetrics;
+use kafka_core::producer::{ProducerMetrics, TxnOffset};
 use kafka_tests::txn_suite::{self as suite, PATIENCE};
 use kafka_tokio::{DeliveryFuture, Error, GroupConsumer, Producer, Record, TxnPipeline};
 use tokio::runtime::Runtime;
@@ -81,7 +81,7 @@ impl suite::TxnProducer for TxnProducer {
             out
         })
     }
-    fn send_offsets(&mut self, offsets: Vec<(String, i32, i64)>, group: &GroupMetadata) {
+    fn send_offsets(&mut self, offsets: Vec<TxnOffset>, group: &GroupMetadata) {
         self.rt
             .block_on(self.p.send_offsets_to_transaction(offsets, group, PATIENCE))
             .expect("send_offsets_to_transaction");
@@ -105,7 +105,7 @@ impl suite::TxnMember for Member {
     fn poll(&mut self, timeout: Duration) -> Vec<ConsumerRecord> {
         self.rt.block_on(self.c.poll(timeout)).expect("poll")
     }
-    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<(String, i32, i64)>) {
+    fn transaction_offsets(&mut self) -> (GroupMetadata, Vec<TxnOffset>) {
         self.rt
             .block_on(self.c.transaction_offsets())
             .expect("transaction_offsets")

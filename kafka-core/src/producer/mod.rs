@@ -61,7 +61,7 @@ pub use delivery::{
 };
 pub use metrics::ProducerMetrics;
 pub use partitioner::{murmur2, partition_for_key, Partitioner};
-pub use txn::{allowed, mermaid, Transition, TxnError, TxnOp, TxnState, TRANSITIONS};
+pub use txn::{allowed, mermaid, Transition, TxnError, TxnOffset, TxnOp, TxnState, TRANSITIONS};
 
 use accumulator::{Accumulator, TopicEntry, BATCH_OVERHEAD};
 use idempotence::{Idempotence, Step};
@@ -72,7 +72,7 @@ use txn::{Transactions, V1_PRODUCE_MAX};
 
 use crate::client::{Notice, OpContext, Operation};
 use crate::config::{ClientConfig, ConfigError};
-use crate::group::{GroupMetadata, TopicPartition};
+use crate::group::GroupMetadata;
 use crate::protocol::KafkaCode;
 use crate::record::{BatchOptions, NewRecord};
 
@@ -405,13 +405,10 @@ impl Producer {
     /// [`take_transaction_result`](Self::take_transaction_result).
     pub fn send_offsets_to_transaction(
         &mut self,
-        offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
+        offsets: impl IntoIterator<Item = impl Into<TxnOffset>>,
         group: &GroupMetadata,
     ) -> Result<(), TxnError> {
-        let offsets = offsets
-            .into_iter()
-            .map(|((topic, partition), offset)| (topic.to_string(), partition, offset))
-            .collect();
+        let offsets = offsets.into_iter().map(Into::into).collect();
         self.txn()?.send_offsets(offsets, group.clone())
     }
 

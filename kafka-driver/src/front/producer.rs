@@ -8,8 +8,8 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use kafka_core::config::ClientConfig;
-use kafka_core::group::{GroupMetadata, TopicPartition};
-use kafka_core::producer::{Producer, ProducerMetrics, TxnError};
+use kafka_core::group::GroupMetadata;
+use kafka_core::producer::{Producer, ProducerMetrics, TxnError, TxnOffset};
 
 use super::{Command, Handle};
 use crate::chan::{self, Receiver};
@@ -202,16 +202,13 @@ impl AsyncProducer {
     }
 
     /// `send_offsets_to_transaction`: `offsets` are `(topic, partition, next offset)`.
-    pub async fn send_offsets_to_transaction<T: AsRef<str>>(
+    pub async fn send_offsets_to_transaction(
         &self,
-        offsets: impl IntoIterator<Item = (T, i32, i64)>,
+        offsets: impl IntoIterator<Item = impl Into<TxnOffset>>,
         group: &GroupMetadata,
         timeout: Duration,
     ) -> Result<(), TxnFailure> {
-        let offsets: Vec<(TopicPartition, i64)> = offsets
-            .into_iter()
-            .map(|(t, p, o)| ((t.as_ref().into(), p), o))
-            .collect();
+        let offsets: Vec<TxnOffset> = offsets.into_iter().map(Into::into).collect();
         self.transaction(TxnCall::SendOffsets(offsets, group.clone()), timeout)
             .await
     }
@@ -314,9 +311,9 @@ macro_rules! async_producer_transactions {
         /// Adds consumed offsets `(topic, partition, next offset)` to the open
         /// transaction: they commit for `group` (the consumer's `group_metadata()`) if and
         /// only if the transaction commits.
-        pub async fn send_offsets_to_transaction<T: AsRef<str>>(
+        pub async fn send_offsets_to_transaction(
             &self,
-            offsets: impl IntoIterator<Item = (T, i32, i64)>,
+            offsets: impl IntoIterator<Item = impl Into<kafka_core::producer::TxnOffset>>,
             group: &kafka_core::group::GroupMetadata,
             timeout: ::std::time::Duration,
         ) -> Result<(), Error> {

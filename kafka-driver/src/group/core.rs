@@ -57,11 +57,11 @@ impl GroupCore {
         &mut self,
         core: &mut Client,
         now: Instant,
-    ) -> Option<(GroupMetadata, Vec<(TopicPartition, i64)>)> {
+    ) -> Option<(GroupMetadata, Vec<kafka_core::producer::TxnOffset>)> {
         let taken = self.with_queue(|g| g.taken());
         core.command(now, self.inner.id(), |g, _| {
             g.set_consumed(taken);
-            (g.group_metadata(), g.consumed_offsets())
+            (g.group_metadata(), g.transaction_offsets())
         })
     }
 

@@ -42,9 +42,12 @@ use kafka_core::config::{ClientConfig, GroupProtocol};
 use kafka_core::group::TopicPattern;
 pub use kafka_core::group::{CommitError, GroupError, GroupMetadata, TopicPartition};
 
-/// A group member's identity and the positions its application has taken, as
-/// `(topic, partition, next offset)`, for `send_offsets_to_transaction`.
-pub type TransactionOffsets = (GroupMetadata, Vec<(String, i32, i64)>);
+/// A group member's identity and the positions its application has taken (the next
+/// offset to read and the leader epoch of the record before it), for
+/// `send_offsets_to_transaction`.
+pub type TransactionOffsets = (GroupMetadata, Vec<TxnOffset>);
+
+pub use kafka_core::producer::TxnOffset;
 
 pub use self::core::GroupCore;
 use crate::chan::{self, Receiver, RecvError};
@@ -373,13 +376,7 @@ impl GroupMailbox {
         let key = self.mailbox.key();
         Box::new(move |hub, now| {
             let got = hub.group(key, |g, core| g.transaction_offsets(core, now));
-            answer(got.flatten().map(|(meta, offsets)| {
-                let offsets = offsets
-                    .into_iter()
-                    .map(|((t, p), o)| (t.to_string(), p, o))
-                    .collect();
-                (meta, offsets)
-            }));
+            answer(got.flatten());
         })
     }
 

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use kafka_core::client::{Client, OpContext, OpId, OpRef};
-use kafka_core::group::{GroupMetadata, TopicPartition};
+use kafka_core::group::GroupMetadata;
 use kafka_core::producer::{
     Blocked, FlushToken, ProduceError, Producer, ProducerMetrics, ProducerRecord, Report,
-    SendError, TxnError, TxnOp,
+    SendError, TxnError, TxnOffset, TxnOp,
 };
 use kafka_core::protocol::KafkaCode;
 use kafka_core::record::NewHeader;
@@ -77,7 +77,7 @@ pub enum TxnCall {
     /// `begin_transaction`.
     Begin,
     /// `send_offsets_to_transaction`.
-    SendOffsets(Vec<(TopicPartition, i64)>, GroupMetadata),
+    SendOffsets(Vec<TxnOffset>, GroupMetadata),
     /// `commit_transaction`: after every record staged before it is in the core.
     Commit,
     /// `abort_transaction`: records staged but not yet in the core are dropped

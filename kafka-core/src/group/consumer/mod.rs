@@ -181,6 +181,19 @@ impl GroupConsumer {
         self.consumed(self.owned.iter())
     }
 
+    /// [`GroupConsumer::consumed_offsets`] with the leader epoch of the record before
+    /// each, where the fetcher knows it: what `send_offsets_to_transaction` commits
+    /// (as `committed_leader_epoch`).
+    pub fn transaction_offsets(&self) -> Vec<crate::producer::TxnOffset> {
+        self.consumed_offsets()
+            .into_iter()
+            .map(|((topic, partition), offset)| {
+                let epoch = self.fetcher.epoch_before(&topic, partition, offset);
+                crate::producer::TxnOffset::new(&*topic, partition, offset).leader_epoch(epoch)
+            })
+            .collect()
+    }
+
     /// Whether this member computed the current generation's assignment (classic
     /// protocol; KIP-848 assigns on the broker).
     pub fn is_leader(&self) -> bool {

@@ -13,7 +13,7 @@ use super::txn_broker::Outcome;
 use super::{all_reported, value};
 use crate::client::OpContext;
 use crate::group::GroupMetadata;
-use crate::producer::{ProduceError, Producer, SendError, TxnError, TxnOp, TxnState};
+use crate::producer::{ProduceError, Producer, SendError, TxnError, TxnOffset, TxnOp, TxnState};
 use crate::protocol::{ApiKey, KafkaCode};
 
 const ID: &str = "tx-1";
@@ -358,8 +358,14 @@ fn send_offsets_and_commit(v2: bool) {
     init(&mut c);
     begin(&mut c);
     send_many(&mut c, 0, 6);
+    // With the leader epochs of the records before them where known (KIP-320).
+    let with_epochs: Vec<TxnOffset> = [Some(3), Some(4), None]
+        .into_iter()
+        .zip(0..)
+        .map(|(epoch, p)| TxnOffset::new(TOPIC, p, 10 + i64::from(p)).leader_epoch(epoch))
+        .collect();
     call(&mut c, |p, _| {
-        p.send_offsets_to_transaction(offsets(10), &group())
+        p.send_offsets_to_transaction(with_epochs, &group())
     })
     .expect("starts");
     result(&mut c, TxnOp::SendOffsets).expect("offsets in the transaction");
@@ -367,6 +373,7 @@ fn send_offsets_and_commit(v2: bool) {
         c.txn.group_offsets.is_empty(),
         "not committed before the commit"
     );
+    assert_eq!(c.txn.committed_epochs, [(0, 3), (1, 4), (2, -1)]);
     commit(&mut c).expect("commit");
     let want: Vec<((String, i32), i64)> = (0..3)
         .map(|p| (("g".into(), p), 10 + i64::from(p)))

@@ -93,6 +93,8 @@ pub(super) struct TxnBroker {
     pub(super) end_txns: Vec<(i16, bool)>,
     /// Every TxnOffsetCommit's `(generation, member id)`.
     pub(super) offset_commits: Vec<(i32, String)>,
+    /// Every TxnOffsetCommit partition: `(partition, committed_leader_epoch)`.
+    pub(super) committed_epochs: Vec<(i32, i32)>,
 }
 
 impl Default for TxnBroker {
@@ -108,6 +110,7 @@ impl Default for TxnBroker {
             seen: Vec::new(),
             end_txns: Vec::new(),
             offset_commits: Vec::new(),
+            committed_epochs: Vec::new(),
         }
     }
 }
@@ -427,6 +430,12 @@ impl Cluster {
                 self.txn
                     .offset_commits
                     .push((req.generation_id, req.member_id.clone()));
+                for t in &req.topics {
+                    for p in &t.partitions {
+                        let epoch = (p.partition_index, p.committed_leader_epoch);
+                        self.txn.committed_epochs.push(epoch);
+                    }
+                }
                 let v2 = self.txn.v2 && seen.version() >= 5;
                 let code = if wrong_node {
                     KafkaCode::NOT_COORDINATOR

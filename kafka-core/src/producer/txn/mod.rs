@@ -23,6 +23,7 @@ use std::time::Instant;
 
 pub use error::TxnError;
 pub(super) use error::{class, Class};
+pub use offsets::TxnOffset;
 pub use state::{allowed, mermaid, Transition, TxnState, TRANSITIONS};
 
 use offsets::OffsetsSend;
@@ -287,7 +288,7 @@ impl Transactions {
     /// transaction (KIP-447: with the member's generation, so a zombie cannot).
     pub(super) fn send_offsets(
         &mut self,
-        offsets: Vec<(String, i32, i64)>,
+        offsets: Vec<TxnOffset>,
         group: GroupMetadata,
     ) -> Result<(), TxnError> {
         if self.admit(TxnOp::SendOffsets, &[TxnState::InTransaction])? {

@@ -16,6 +16,51 @@ use crate::protocol::messages::txn_offset_commit::request::{
 use crate::protocol::messages::txn_offset_commit::TxnOffsetCommitRequest;
 use crate::protocol::KafkaCode;
 
+/// One consumed position sent into a transaction: the next offset to read and the
+/// leader epoch of the record before it, if known (committed as
+/// `committed_leader_epoch`, so a consumer restarting from it validates it: KIP-320).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOffset {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// The next offset to read.
+    pub offset: i64,
+    /// The leader epoch of the record before `offset`.
+    pub leader_epoch: Option<i32>,
+}
+
+impl TxnOffset {
+    /// `offset` of `topic`-`partition`, its epoch unknown.
+    pub fn new(topic: impl Into<String>, partition: i32, offset: i64) -> Self {
+        TxnOffset {
+            topic: topic.into(),
+            partition,
+            offset,
+            leader_epoch: None,
+        }
+    }
+
+    /// With the leader epoch of the record before the offset.
+    pub fn leader_epoch(mut self, epoch: Option<i32>) -> Self {
+        self.leader_epoch = epoch.filter(|&e| e >= 0);
+        self
+    }
+}
+
+impl<T: AsRef<str>> From<(T, i32, i64)> for TxnOffset {
+    fn from((topic, partition, offset): (T, i32, i64)) -> Self {
+        TxnOffset::new(topic.as_ref(), partition, offset)
+    }
+}
+
+impl From<((std::sync::Arc<str>, i32), i64)> for TxnOffset {
+    fn from(((topic, partition), offset): ((std::sync::Arc<str>, i32), i64)) -> Self {
+        TxnOffset::new(&*topic, partition, offset)
+    }
+}
+
 /// TxnOffsetCommit v5 adds the group implicitly (transactions v2 only).
 const V1_TXN_OFFSET_COMMIT_MAX: i16 = 4;
 
@@ -40,8 +85,8 @@ enum Stage {
 /// One `send_offsets_to_transaction` under way.
 #[derive(Debug)]
 pub(super) struct OffsetsSend {
-    /// `(topic, partition, offset)` not yet accepted.
-    offsets: Vec<(String, i32, i64)>,
+    /// Offsets not yet accepted.
+    offsets: Vec<TxnOffset>,
     group: GroupMetadata,
     v2: bool,
     stage: Stage,
@@ -50,7 +95,7 @@ pub(super) struct OffsetsSend {
 }
 
 impl OffsetsSend {
-    pub(super) fn new(offsets: Vec<(String, i32, i64)>, group: GroupMetadata, v2: bool) -> Self {
+    pub(super) fn new(offsets: Vec<TxnOffset>, group: GroupMetadata, v2: bool) -> Self {
         let stage = if v2 {
             Stage::Commit(None)
         } else {
@@ -126,11 +171,12 @@ impl OffsetsSend {
             }
             Stage::Commit(None) => {
                 let mut topics: Vec<TxnOffsetCommitRequestTopic> = Vec::new();
-                for (topic, partition, offset) in &self.offsets {
+                for o in &self.offsets {
+                    let (topic, partition) = (&o.topic, o.partition);
                     let p = TxnOffsetCommitRequestPartition {
-                        partition_index: *partition,
-                        committed_offset: *offset,
-                        committed_leader_epoch: -1,
+                        partition_index: partition,
+                        committed_offset: o.offset,
+                        committed_leader_epoch: o.leader_epoch.unwrap_or(-1),
                         committed_metadata: Some(String::new()),
                         ..Default::default()
                     };
@@ -183,9 +229,9 @@ impl OffsetsSend {
                     for p in &t.partitions {
                         let code = KafkaCode(p.error_code);
                         match class(code) {
-                            Class::Ok => self
-                                .offsets
-                                .retain(|(tp, i, _)| !(*tp == t.name && *i == p.partition_index)),
+                            Class::Ok => self.offsets.retain(|o| {
+                                !(o.topic == t.name && o.partition == p.partition_index)
+                            }),
                             Class::Retry => {}
                             Class::Refind => refind = true,
                             c => {
