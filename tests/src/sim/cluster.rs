@@ -114,6 +114,10 @@ pub struct Counters {
     pub errors: BTreeMap<i16, u64>,
     /// Leader changes.
     pub leader_moves: u64,
+    /// Unclean leader elections, and the records they cut off the logs.
+    pub unclean_elections: u64,
+    /// Records cut off by unclean leader elections.
+    pub truncated_records: u64,
 }
 
 /// The cluster.
@@ -213,6 +217,40 @@ impl SimCluster {
         p.epochs.push((p.leader_epoch, p.next_offset));
         self.counters.leader_moves += 1;
         true
+    }
+
+    /// An unclean leader election: `to` becomes the leader of `topic`/`partition` though
+    /// it lacks the last `drop_batches` batches of the log (acknowledged or not), which
+    /// are cut off, with the leader epochs that began in them, as Kafka's new leader's
+    /// log and epoch cache would lack them. The next records are written from the cut in
+    /// a new leader epoch. Returns the records cut off.
+    pub fn unclean_election(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        to: i32,
+        drop_batches: usize,
+    ) -> i64 {
+        let Some(p) = self
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.partitions.get_mut(partition as usize))
+        else {
+            return 0;
+        };
+        if p.leader == to || !p.replicas.contains(&to) {
+            return 0;
+        }
+        let keep = p.log.len().saturating_sub(drop_batches);
+        let end = p.log.get(keep).map_or(p.next_offset, |b| b.base);
+        let cut = p.next_offset - end;
+        p.log.truncate(keep);
+        p.next_offset = end;
+        p.epochs.retain(|&(_, start)| start < end);
+        self.counters.unclean_elections += 1;
+        self.counters.truncated_records += cut as u64;
+        self.move_leader(topic, partition, to);
+        cut
     }
 
     /// Stops `node`: the partitions it leads move to the next running replica. Data is

@@ -64,6 +64,18 @@ pub enum ClusterEvent {
     Restart(i32),
     /// A broker evicts a fetch session.
     EvictSession(i32),
+    /// An unclean leader election: the new leader lacks the log's last batches (see
+    /// [`SimCluster::unclean_election`](super::cluster::SimCluster::unclean_election)).
+    UncleanElection {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The new leader.
+        to: i32,
+        /// How many of the log's last batches it lacks.
+        drop_batches: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -436,6 +448,15 @@ impl World {
                     }
                 }
                 ClusterEvent::Restart(node) => self.cluster.restart(node),
+                ClusterEvent::UncleanElection {
+                    topic,
+                    partition,
+                    to,
+                    drop_batches,
+                } => {
+                    self.cluster
+                        .unclean_election(&topic, partition, to, drop_batches);
+                }
                 ClusterEvent::EvictSession(node) => {
                     if let Some(b) = self.cluster.brokers.iter_mut().find(|b| b.id == node) {
                         b.sessions.evict_any();
