@@ -16,7 +16,8 @@ use crate::{runtime, Error};
 
 /// The async consumer of assigned partitions: the driver task fetches ahead (KIP-227
 /// sessions, `fetch.*`, `queued.max.messages.kbytes`); [`Consumer::recv`] hands out
-/// one record, [`Consumer::poll`] up to `max.poll.records`. Records are the core's
+/// one record, [`Consumer::poll`] up to `max.poll.records`, and as a
+/// [`Stream`](futures_core::Stream) it yields records until closed. Records are the core's
 /// [`ConsumerRecord`]s: key, value and headers are slices of the fetched buffers, never
 /// copied. Cheap to clone (`Send + Sync`; clones share one queue); when the last clone
 /// goes the consumer closes in the background.
@@ -195,5 +196,21 @@ pub(crate) fn failed(e: ConsumerError) -> Error {
         ConsumerError::Group(e) => Error::Group(e),
         ConsumerError::Closed => Error::Closed,
         _ => Error::DriverGone,
+    }
+}
+
+/// Records until the consumer is closed; a partition error is an `Err` item (use it
+/// with `tokio_stream::StreamExt` or `futures::StreamExt`).
+impl futures_core::Stream for Consumer {
+    type Item = Result<ConsumerRecord, Error>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.inner.poll_recv(cx).map(|r| match r {
+            Err(ConsumerError::Closed) => None,
+            r => Some(r.map_err(failed)),
+        })
     }
 }

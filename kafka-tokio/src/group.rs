@@ -73,3 +73,22 @@ impl GroupConsumer {
         Ok(GroupConsumer::over(front.start_group(&config, group)))
     }
 }
+
+/// Records of owned partitions until the consumer is closed (rebalance events go to the
+/// listener first); an error is an `Err` item.
+impl futures_core::Stream for GroupConsumer {
+    type Item = Result<ConsumerRecord, Error>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = &*self;
+        let listener = this.listener.clone();
+        let mut on = |e: &[Rebalance]| listener.deliver(this, e);
+        this.inner.poll_recv(cx, &mut on).map(|r| match r {
+            Err(kafka_driver::consumer::ConsumerError::Closed) => None,
+            r => Some(r.map_err(failed)),
+        })
+    }
+}

@@ -162,3 +162,37 @@ fn without_a_broker_poll_times_out_empty_and_close_ends_it() {
         assert!(matches!(ended, Err(Error::Closed)), "{ended:?}");
     });
 }
+
+/// The next item of a `Stream` (no `StreamExt` needed).
+async fn next<S: futures_lite::Stream + Unpin>(s: &mut S) -> Option<S::Item> {
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *s).poll_next(cx)).await
+}
+
+#[test]
+fn real_broker_stream_yields_every_record_until_closed() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("consumer_tokio stream") else {
+        return;
+    };
+    let fixture = suite::prepare(&bootstrap, "tokio-stream", 5_000);
+    let rt = runtime();
+    rt.block_on(async {
+        let consumer = Consumer::new(suite::config(&bootstrap, &[])).expect("consumer");
+        consumer.assign(fixture.partitions()).expect("assign");
+        let mut stream = consumer.clone();
+        let mut offsets = [0i64; suite::PARTITIONS as usize];
+        for _ in 0..5_000 {
+            let r = tokio::time::timeout(Duration::from_secs(30), next(&mut stream))
+                .await
+                .expect("a record within 30 s")
+                .expect("a record")
+                .expect("no error");
+            assert_eq!(r.offset, offsets[r.partition as usize]);
+            offsets[r.partition as usize] += 1;
+        }
+        consumer.close().await.expect("close");
+        assert!(
+            next(&mut stream).await.is_none(),
+            "the stream ends once closed"
+        );
+    });
+}

@@ -95,3 +95,44 @@ fn real_broker_two_members_rebalance_commit_and_hand_over() {
         .expect("tokio runtime");
     suite::run(&mut Tokio(Arc::new(rt)), &bootstrap, "tokio");
 }
+
+/// The next item of a `Stream` (no `StreamExt` needed).
+async fn next<S: futures_lite::Stream + Unpin>(s: &mut S) -> Option<S::Item> {
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *s).poll_next(cx)).await
+}
+
+#[test]
+fn real_broker_stream_yields_the_group_records() {
+    let Some(bootstrap) = kafka_tests::broker_or_skip("group_tokio stream") else {
+        return;
+    };
+    let fixture = kafka_tests::consumer_suite::prepare(&bootstrap, "group-tokio-stream", 2_000);
+    let rt = Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let config = suite::config(&bootstrap, &format!("{}-g", fixture.topic));
+        let consumer = GroupConsumer::new(config).expect("consumer");
+        consumer
+            .subscribe([fixture.topic.as_str()])
+            .expect("subscribe");
+        let mut stream = consumer.clone();
+        let mut offsets = [0i64; suite::PARTITIONS as usize];
+        for _ in 0..2_000 {
+            let r = tokio::time::timeout(Duration::from_secs(60), next(&mut stream))
+                .await
+                .expect("a record within 60 s")
+                .expect("a record")
+                .expect("no error");
+            assert_eq!(r.offset, offsets[r.partition as usize]);
+            offsets[r.partition as usize] += 1;
+        }
+        consumer
+            .commit_sync(Offsets::Consumed, Duration::from_secs(30))
+            .await
+            .expect("commit");
+        consumer.close().await.expect("close");
+        assert!(
+            next(&mut stream).await.is_none(),
+            "the stream ends once closed"
+        );
+    });
+}
