@@ -55,9 +55,8 @@ pub(super) struct Chunk {
     /// Producers whose open transaction is aborted (read_committed).
     aborting: HashSet<i64>,
     read_committed: bool,
-    /// Offsets below this are not handed out (a fetch returns whole batches).
-    pub(super) from: i64,
-    /// The offset after everything handed out or skipped so far.
+    /// The offset after everything handed out or skipped so far (the fetch offset at
+    /// first: a fetch returns whole batches); nothing below it is handed out.
     pub(super) next_offset: i64,
     /// The leader epoch of the batch `next_offset` follows (-1 until one was read).
     pub(super) next_epoch: i32,
@@ -84,14 +83,14 @@ impl Chunk {
             aborted,
             aborting: HashSet::new(),
             read_committed,
-            from,
             next_offset: from,
             next_epoch: -1,
             done: false,
         }
     }
 
-    /// The next record at or after `from`, or `None` when the chunk is used up.
+    /// The next record past everything handed out or skipped, or `None` when the chunk
+    /// is used up.
     pub(super) fn next_record(
         &mut self,
         topic: &Arc<str>,
@@ -104,7 +103,10 @@ impl Chunk {
             if let Some(cur) = &mut self.current {
                 match cur.records.next() {
                     Some(Ok(r)) => {
-                        if r.offset < self.from {
+                        // Behind what was handed out or skipped (a batch starting
+                        // before the fetch offset, or data out of offset order): never
+                        // handed out again.
+                        if r.offset < self.next_offset {
                             continue;
                         }
                         advance(
@@ -158,14 +160,14 @@ impl Chunk {
         }
     }
 
-    /// Starts handing out a batch's records, or skips it (control, aborted, before
-    /// `from`).
+    /// Starts handing out a batch's records, or skips it (control, aborted, wholly
+    /// behind `next_offset`).
     fn open(&mut self, batch: Batch) -> Result<(), RecordError> {
         match batch {
             Batch::V2(b) => {
                 let h = *b.header();
                 let next = h.last_offset() + 1;
-                if next <= self.from {
+                if next <= self.next_offset {
                     return Ok(());
                 }
                 if self.read_committed {
@@ -215,7 +217,7 @@ impl Chunk {
             }
             Batch::Legacy(b) => {
                 let next = b.last_offset() + 1;
-                if next <= self.from {
+                if next <= self.next_offset {
                     return Ok(());
                 }
                 self.current = Some(Current {

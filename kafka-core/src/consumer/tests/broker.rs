@@ -212,7 +212,10 @@ impl Harness {
             .collect();
         PartitionData {
             aborted_transactions: Some(aborted),
-            records: Some(log.read(held.offset, 1 << 20)),
+            records: Some(match self.partial_tails {
+                true => log.read_with_partial_tail(held.offset),
+                false => log.read(held.offset, 1 << 20),
+            }),
             ..base
         }
     }

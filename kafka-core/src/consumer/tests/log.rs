@@ -119,6 +119,23 @@ impl Log {
         }
     }
 
+    /// The batch holding `offset` whole, then the first half of the next one (as a
+    /// broker cuts an answer at its size limit).
+    pub(super) fn read_with_partial_tail(&self, offset: i64) -> Bytes {
+        let mut batches = self
+            .batches
+            .iter()
+            .skip_while(|(base, bytes)| base + count(bytes) <= offset);
+        let mut out = Vec::new();
+        if let Some((_, whole)) = batches.next() {
+            out.extend_from_slice(whole);
+        }
+        if let Some((_, next)) = batches.next() {
+            out.extend_from_slice(&next[..next.len() / 2]);
+        }
+        Bytes::from(out)
+    }
+
     /// Whole batches from the one holding `offset`, up to `max` bytes (at least one).
     pub(super) fn read(&self, offset: i64, max: usize) -> Bytes {
         let mut out = Vec::new();

@@ -3,11 +3,12 @@
 //! written under leader epochs), a fetch session cache that checks epochs the way Kafka
 //! does, leader epoch fencing, OffsetForLeaderEpoch, follower reads and a preferred read
 //! replica. Scenarios by theme: `fetching`, `positions`, `epochs` (KIP-320), `replicas`
-//! (KIP-392), `lookups` (offsets by edge and time); the brokers' answers are in `broker`, the logs in `log`.
+//! (KIP-392), `lookups` (offsets by edge and time), `hostile` (answers a broker should not send); the brokers' answers are in `broker`, the logs in `log`.
 
 mod broker;
 mod epochs;
 mod fetching;
+mod hostile;
 mod log;
 mod lookups;
 mod positions;
@@ -85,6 +86,8 @@ struct Harness {
     hold_fetches: bool,
     /// Metadata requests are kept unanswered (in `held`) while set.
     hold_metadata: bool,
+    /// Fetch answers end with half of a batch (cut at a size limit).
+    partial_tails: bool,
     /// Answer every partition of the next ListOffsets with this error.
     refuse_list_offsets: Option<KafkaCode>,
     /// Answer every partition of the next OffsetForLeaderEpoch with this error.
@@ -131,6 +134,7 @@ impl Harness {
             errors: Vec::new(),
             hold_fetches: false,
             hold_metadata: false,
+            partial_tails: false,
             refuse_list_offsets: None,
             refuse_validation: None,
             offset_for_leader_epoch_max: None,
