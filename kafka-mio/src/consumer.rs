@@ -3,11 +3,12 @@
 
 use std::time::Instant;
 
-use kafka_core::admin::TopicPartition;
 use kafka_core::client::{OpContext, OpId};
 use kafka_core::consumer::{
     ConsumeError, Consumer, ConsumerMetrics, ConsumerRecord, EdgeOffsets, OffsetsForTimes,
 };
+
+use kafka_driver::consumer::{lookup_partitions, lookup_times};
 
 use crate::Driver;
 
@@ -51,10 +52,7 @@ impl Driver {
         &mut self,
         times: impl IntoIterator<Item = ((&'t str, i32), i64)>,
     ) -> OpId<OffsetsForTimes> {
-        let times = times
-            .into_iter()
-            .map(|((t, p), at)| (TopicPartition::new(t, p), at))
-            .collect::<Vec<_>>();
+        let times = lookup_times(times);
         let op = OffsetsForTimes::new(self.core().config(), times);
         self.start(op)
     }
@@ -148,14 +146,4 @@ impl ConsumerView<'_> {
     fn command<T>(&mut self, f: impl FnOnce(&mut Consumer, &mut OpContext<'_>) -> T) -> Option<T> {
         self.driver.core_mut().command(Instant::now(), self.id, f)
     }
-}
-
-/// Partitions as the lookups take them.
-fn lookup_partitions<'t>(
-    partitions: impl IntoIterator<Item = (&'t str, i32)>,
-) -> Vec<TopicPartition> {
-    partitions
-        .into_iter()
-        .map(|(t, p)| TopicPartition::new(t, p))
-        .collect()
 }
