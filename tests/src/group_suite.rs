@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use kafka_core::admin::ListConsumerGroupOffsets;
+use kafka_core::admin::{ListConsumerGroupOffsets, OffsetAndMetadata};
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_driver::group::{Offsets, Rebalance, TopicPartition};
@@ -127,6 +127,19 @@ fn every_record_once(fixture: &Fixture, seen: &[&Seen]) {
 
 /// The group's committed offsets of `topic`, by partition.
 pub(crate) fn committed(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+    committed_with_metadata(bootstrap, group, topic)
+        .into_iter()
+        .map(|(p, o)| (p, o.offset))
+        .collect()
+}
+
+/// The group's committed offsets of `topic` with their metadata and leader epochs, per
+/// partition (admin list group offsets).
+pub(crate) fn committed_with_metadata(
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+) -> BTreeMap<i32, OffsetAndMetadata> {
     let admin = kafka_blocking::Admin::new(
         ClientConfig::from_pairs([("bootstrap.servers", bootstrap)]).expect("admin config"),
     )
@@ -138,7 +151,7 @@ pub(crate) fn committed(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i
     offsets
         .into_iter()
         .filter(|(tp, _)| tp.topic == topic)
-        .filter_map(|(tp, r)| Some((tp.partition, r.expect("partition").map(|o| o.offset)?)))
+        .filter_map(|(tp, r)| Some((tp.partition, r.expect("partition")?)))
         .collect()
 }
 

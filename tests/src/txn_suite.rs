@@ -17,7 +17,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kafka_core::admin::ListConsumerGroupOffsets;
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::ConsumerRecord;
 use kafka_core::group::GroupMetadata;
@@ -25,7 +24,7 @@ use kafka_core::producer::{ProducerMetrics, TxnOffset};
 
 use kafka_driver::producer::Record;
 
-use crate::group_suite::committed;
+use crate::group_suite::{committed, committed_with_metadata};
 use crate::producer_suite;
 
 /// Partitions of every topic of the suite.
@@ -363,7 +362,10 @@ fn offsets_and_output_match(
     );
     // Committed with the leader epoch of the record before each (a fresh topic on one
     // node: epoch 0), so a consumer restarting from them validates them (KIP-320).
-    let epochs = committed_epochs(bootstrap, group, input);
+    let epochs: BTreeMap<i32, Option<i32>> = committed_with_metadata(bootstrap, group, input)
+        .into_iter()
+        .map(|(p, o)| (p, o.leader_epoch))
+        .collect();
     for (p, end) in ends {
         let want = (*end > 0).then_some(0);
         assert_eq!(
@@ -451,21 +453,4 @@ pub fn txn_pipeline(
     assert!(rounds >= 2, "the input took {rounds} round(s)");
     eprintln!("txn suite: {INPUT} input records in {rounds} pipeline rounds");
     offsets_and_output_match(bootstrap, &group, &input, &output, &ends);
-}
-
-/// The leader epochs the group's committed offsets of `topic` carry, per partition.
-fn committed_epochs(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i32, Option<i32>> {
-    let admin = kafka_blocking::Admin::new(
-        ClientConfig::from_pairs([("bootstrap.servers", bootstrap)]).expect("admin config"),
-    )
-    .expect("admin");
-    let mut all = admin
-        .run(ListConsumerGroupOffsets::new(group))
-        .expect("list group offsets");
-    let offsets = all.remove(group).expect("the group").expect("its offsets");
-    offsets
-        .into_iter()
-        .filter(|(tp, _)| tp.topic == topic)
-        .filter_map(|(tp, r)| Some((tp.partition, r.expect("partition")?.leader_epoch)))
-        .collect()
 }
