@@ -7,7 +7,7 @@ use crate::consumer::ConsumerRecord;
 
 impl GroupConsumer {
     /// Hands out up to `max.poll.records` records of owned partitions (appended to
-    /// `out`); returns how many. Also the application's sign of life
+    /// `out`; none after [`GroupConsumer::close`]); returns how many. Also the application's sign of life
     /// (`max.poll.interval.ms`), the moment automatic commits are sent (positions as
     /// the previous poll left them, as in Java), and the end of a pending revocation's
     /// handling.
@@ -22,7 +22,9 @@ impl GroupConsumer {
     /// [`GroupConsumer::touch`] and [`GroupConsumer::handle_poll`].
     pub fn take_records(&mut self, out: &mut Vec<ConsumerRecord>) -> usize {
         self.records_announced = false;
-        if self.failed {
+        // Once closing, the final commit holds the positions: nothing past them is
+        // handed out (the next owner reads from there).
+        if self.failed || self.closing.is_some() {
             return 0;
         }
         self.fetcher.poll(out)

@@ -375,3 +375,20 @@ impl Operation for GroupConsumer {
         true
     }
 }
+
+#[cfg(test)]
+impl GroupConsumer {
+    /// Every partition the member holds: owned (revoking ones included) or being taken
+    /// over (its committed offset asked for). Two members must never hold one at once.
+    pub(crate) fn held(&self) -> BTreeSet<TopicPartition> {
+        if matches!(self.closing, Some(Closing::Leaving(_) | Closing::Done)) {
+            // Its last commit is done; it hands nothing out any more.
+            return BTreeSet::new();
+        }
+        let mut held = self.owned.clone();
+        if let Some(f) = &self.fetching {
+            held.extend(f.partitions.iter().cloned());
+        }
+        held
+    }
+}

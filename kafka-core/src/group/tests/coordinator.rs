@@ -32,6 +32,7 @@ pub(crate) enum GroupState {
     Stable,
 }
 
+#[derive(Clone)]
 pub(crate) struct Member {
     pub(crate) protocols: Vec<(String, Bytes)>,
     pub(crate) instance: Option<String>,
@@ -69,6 +70,18 @@ pub(crate) struct Coordinator {
     /// Answer the next OffsetCommit partitions with this code.
     pub(crate) fail_next_commit: Option<KafkaCode>,
     pub(crate) rebalances: u32,
+    /// What a new coordinator loads after a failover: the group as of its last completed
+    /// SyncGroup (members, generation, leader, protocol, assignments).
+    persisted: Option<Persisted>,
+}
+
+#[derive(Clone)]
+struct Persisted {
+    generation: i32,
+    leader: String,
+    protocol: String,
+    members: BTreeMap<String, Member>,
+    assignments: BTreeMap<String, Bytes>,
 }
 
 impl Coordinator {
@@ -89,7 +102,69 @@ impl Coordinator {
             released: Vec::new(),
             fail_next_commit: None,
             rebalances: 0,
+            persisted: None,
         }
+    }
+
+    /// The coordinator moves to another broker, which loads the group as last persisted:
+    /// requests held in a join or sync round are answered NOT_COORDINATOR, a round in
+    /// progress is forgotten (the generation it handed out in JoinGroup answers was never
+    /// stored), and every member's session restarts. Committed offsets were stored.
+    pub(crate) fn fail_over(&mut self, now: Instant) {
+        let not_coordinator = KafkaCode::NOT_COORDINATOR.0;
+        for (t, _) in self.held_joins.drain(..) {
+            self.released.push((
+                t,
+                Answer::Join(JoinGroupResponse {
+                    error_code: not_coordinator,
+                    generation_id: -1,
+                    ..Default::default()
+                }),
+            ));
+        }
+        for (t, _) in self.held_syncs.drain(..) {
+            self.released.push((
+                t,
+                Answer::Sync(SyncGroupResponse {
+                    error_code: not_coordinator,
+                    ..Default::default()
+                }),
+            ));
+        }
+        self.round_deadline = None;
+        match self.persisted.clone() {
+            Some(p) => {
+                self.generation = p.generation;
+                self.leader = p.leader;
+                self.protocol = p.protocol;
+                self.members = p.members;
+                self.assignments = p.assignments;
+                self.state = if self.members.is_empty() {
+                    GroupState::Empty
+                } else {
+                    GroupState::Stable
+                };
+            }
+            None => {
+                self.members.clear();
+                self.assignments.clear();
+                self.state = GroupState::Empty;
+            }
+        }
+        for m in self.members.values_mut() {
+            m.last_seen = now;
+            m.joined = false;
+        }
+    }
+
+    fn persist(&mut self) {
+        self.persisted = Some(Persisted {
+            generation: self.generation,
+            leader: self.leader.clone(),
+            protocol: self.protocol.clone(),
+            members: self.members.clone(),
+            assignments: self.assignments.clone(),
+        });
     }
 
     fn prepare(&mut self, now: Instant) {
@@ -220,8 +295,43 @@ impl Coordinator {
         None
     }
 
+    /// Held requests of members no longer in the group are answered UNKNOWN_MEMBER_ID
+    /// (a member that left while its JoinGroup waited, one expired while in SyncGroup).
+    fn answer_departed(&mut self) {
+        let code = KafkaCode::UNKNOWN_MEMBER_ID.0;
+        let members = &self.members;
+        let (joins, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held_joins)
+            .into_iter()
+            .partition(|(_, id)| members.contains_key(id));
+        self.held_joins = joins;
+        for (t, _) in gone {
+            self.released.push((
+                t,
+                Answer::Join(JoinGroupResponse {
+                    error_code: code,
+                    generation_id: -1,
+                    ..Default::default()
+                }),
+            ));
+        }
+        let (syncs, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held_syncs)
+            .into_iter()
+            .partition(|(_, id)| members.contains_key(id));
+        self.held_syncs = syncs;
+        for (t, _) in gone {
+            self.released.push((
+                t,
+                Answer::Sync(SyncGroupResponse {
+                    error_code: code,
+                    ..Default::default()
+                }),
+            ));
+        }
+    }
+
     /// Completes the join round when every member joined or the deadline passed.
     pub(crate) fn maybe_complete_round(&mut self, now: Instant) {
+        self.answer_departed();
         if self.state != GroupState::Preparing {
             return;
         }
@@ -230,8 +340,12 @@ impl Coordinator {
             return;
         }
         self.members.retain(|_, m| m.joined);
+        self.answer_departed();
         if self.members.is_empty() {
             self.state = GroupState::Empty;
+            self.generation += 1;
+            self.assignments.clear();
+            self.persist();
             return;
         }
         self.generation += 1;
@@ -331,6 +445,7 @@ impl Coordinator {
                             .insert(a.member_id.clone(), a.assignment.clone());
                     }
                     self.state = GroupState::Stable;
+                    self.persist();
                     for (t, id) in std::mem::take(&mut self.held_syncs) {
                         self.released.push((
                             t,

@@ -76,6 +76,13 @@ impl Coordinator848 {
         }
     }
 
+    /// A failover: the new coordinator starts every member's session at `at`.
+    pub(crate) fn restart_sessions(&mut self, at: Instant) {
+        for m in self.members.values_mut() {
+            m.last_seen = at;
+        }
+    }
+
     pub(crate) fn expire(&mut self, now: Instant) {
         let before = self.members.len();
         let session = self.session;

@@ -2,6 +2,7 @@
 //! connections, against one scripted broker that is leader of every partition and the
 //! group coordinator (`coordinator.rs`).
 
+mod chaos;
 mod coordinator;
 mod coordinator848;
 mod custom_assignor;
@@ -79,6 +80,8 @@ pub(super) struct World {
     pub(super) metadata_id_requests: Vec<Vec<Uuid>>,
     /// FindCoordinator requests answered.
     pub(super) coordinator_lookups: usize,
+    /// Seeded answer delays and coordinator failovers (`chaos.rs`); `None`: answers at once.
+    pub(super) net: Option<chaos::Net>,
 }
 
 impl World {
@@ -118,6 +121,7 @@ impl World {
             metadata_requests: Vec::new(),
             metadata_id_requests: Vec::new(),
             coordinator_lookups: 0,
+            net: None,
         }
     }
 
@@ -256,6 +260,7 @@ impl World {
     }
 
     fn serve(&mut self) {
+        self.deliver_due();
         for _ in 0..4 {
             let mut any = false;
             for i in 0..self.nodes.len() {
@@ -301,11 +306,14 @@ impl World {
 
     fn reply<M: Message>(&mut self, i: usize, conn: ConnId, to: &Seen, body: &M) {
         let frame = response_frame(to, body, to.version());
-        self.nodes[i].client.handle_received(self.now, conn, &frame);
+        self.send_frame(i, conn, frame);
     }
 
     fn answer(&mut self, i: usize, conn: ConnId, seen: Seen) {
         let now = self.now;
+        if self.answer_while_moving(i, conn, &seen) {
+            return;
+        }
         match seen.api() {
             ApiKey::ApiVersions => self.reply(i, conn, &seen, &broker_versions()),
             ApiKey::Metadata => {
@@ -333,7 +341,7 @@ impl World {
             ApiKey::FindCoordinator => {
                 self.coordinator_lookups += 1;
                 let frame = coordinator_b1(&seen);
-                self.nodes[i].client.handle_received(now, conn, &frame);
+                self.send_frame(i, conn, frame);
             }
             api @ (ApiKey::JoinGroup | ApiKey::SyncGroup | ApiKey::Heartbeat)
                 if self.faults.get(&api).is_some_and(|f| !f.is_empty()) =>
