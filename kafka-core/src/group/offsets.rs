@@ -104,7 +104,12 @@ impl Commits {
             attempts: 0,
             deadline: cx.now() + timeout,
         };
-        send(cx, &mut c);
+        // One commit on the wire at a time, in the order they were made: a retried older
+        // commit (its answer lost after the coordinator stored it) must never land after
+        // a newer one and move an offset back. Later ones wait their turn in `poll`.
+        if self.live.is_empty() {
+            send(cx, &mut c);
+        }
         self.live.push(c);
         id
     }
@@ -119,16 +124,19 @@ impl Commits {
         self.live.iter().any(|c| c.id == id)
     }
 
-    /// Takes answers, retries what is retriable, resends due retries; arms the wake-up.
+    /// Takes the answer of the commit on the wire, retries it while retriable or sends
+    /// the next one in line; arms the wake-up.
     pub(crate) fn poll(&mut self, cx: &mut OpContext<'_>) {
         let now = cx.now();
-        let mut i = 0;
-        while i < self.live.len() {
-            let c = &mut self.live[i];
+        // Only the oldest commit is ever sent (see `start`): once it ends, the next.
+        while let Some(c) = self.live.first_mut() {
+            if c.request.is_none() && c.retry_at.is_none() {
+                // Its turn came: first attempt.
+                send(cx, c);
+            }
             if let Some(req) = c.request {
                 let Some(answer) = cx.take_response(req) else {
-                    i += 1;
-                    continue;
+                    return;
                 };
                 c.request = None;
                 let outcome = match answer {
@@ -137,13 +145,13 @@ impl Commits {
                 };
                 match outcome {
                     Outcome::Done(result) => {
-                        let c = self.live.swap_remove(i);
+                        let c = self.live.remove(0);
                         self.done.push_back(CommitDone { id: c.id, result });
                         continue;
                     }
                     Outcome::Retry(why) => {
                         if now >= c.deadline {
-                            let c = self.live.swap_remove(i);
+                            let c = self.live.remove(0);
                             self.done.push_back(CommitDone {
                                 id: c.id,
                                 result: Err(CommitError::Transport(why)),
@@ -157,7 +165,6 @@ impl Commits {
                     }
                 }
             }
-            let c = &mut self.live[i];
             if let Some(at) = c.retry_at {
                 if at <= now {
                     c.retry_at = None;
@@ -166,7 +173,7 @@ impl Commits {
                     cx.wake_at(at);
                 }
             }
-            i += 1;
+            return;
         }
     }
 
