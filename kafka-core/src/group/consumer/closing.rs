@@ -5,20 +5,19 @@ use std::time::Instant;
 
 use super::GroupConsumer;
 use crate::client::OpContext;
-use crate::group::offsets::CommitId;
 
 #[derive(Debug)]
 pub(super) enum Closing {
-    /// Waiting for the final auto-commit.
-    Committing(CommitId, Instant),
+    /// Waiting for the final auto-commit and every commit before it.
+    Committing(Instant),
     /// Waiting for LeaveGroup.
     Leaving(Instant),
     Done,
 }
 
 impl GroupConsumer {
-    /// Closes: commits consumed positions (with auto-commit on), leaves the group (not
-    /// a static member), then finishes.
+    /// Closes: commits consumed positions (with auto-commit on) and waits for every
+    /// commit still running, leaves the group (not a static member), then finishes.
     pub fn close(&mut self, cx: &mut OpContext<'_>) {
         if self.closing.is_some() {
             return;
@@ -28,14 +27,16 @@ impl GroupConsumer {
         if self.auto_commit && !self.owned.is_empty() && self.member.commit_as().is_some() {
             let offsets = self.consumed(self.owned.iter());
             let offsets = self.changed(offsets);
-            let id = self.commits.start(
+            self.commits.start(
                 cx,
                 self.member.commit_as(),
                 offsets,
                 &self.fetcher,
                 self.commit_timeout,
             );
-            self.closing = Some(Closing::Committing(id, deadline));
+        }
+        if self.commits.busy() {
+            self.closing = Some(Closing::Committing(deadline));
         } else {
             self.member.leave(cx, "the consumer is closing");
             self.closing = Some(Closing::Leaving(deadline));
@@ -46,8 +47,10 @@ impl GroupConsumer {
         let now = cx.now();
         match self.closing {
             None => return false,
-            Some(Closing::Committing(id, deadline)) => {
-                if self.commits.running(id) && now < deadline {
+            Some(Closing::Committing(deadline)) => {
+                // Every commit made before close too (an automatic one may still be
+                // retrying), not just the final one: they are what the next owner reads.
+                if self.commits.busy() && now < deadline {
                     cx.wake_at(deadline);
                     return true;
                 }

@@ -184,11 +184,17 @@ impl Coordinator848 {
         if changed {
             m.sent = Some(assignment.clone());
         }
+        // Kafka answers a full request (epoch 0, or rebalance timeout, names and owned
+        // partitions all set, as after a lost answer) with the assignment even if unchanged.
+        let full = req.member_epoch == 0
+            || (req.rebalance_timeout_ms != -1
+                && req.subscribed_topic_names.is_some()
+                && req.topic_partitions.is_some());
         ConsumerGroupHeartbeatResponse {
             member_id: Some(req.member_id.clone()),
             member_epoch: m.epoch,
             heartbeat_interval_ms: 500,
-            assignment: changed.then(|| Assignment {
+            assignment: (changed || full).then(|| Assignment {
                 topic_partitions: vec![TopicPartitions {
                     topic_id: self.topic_id,
                     partitions: assignment.into_iter().collect(),
