@@ -370,6 +370,16 @@ impl Broker {
         }
     }
 
+    /// Every acquisition lock expires and another member acquires the records.
+    pub(super) fn expire_locks(&mut self) {
+        for log in &mut self.logs {
+            for r in log.iter_mut().filter(|r| r.state == State::Acquired) {
+                r.owner = "another member".into();
+                r.count += 1;
+            }
+        }
+    }
+
     /// Offsets of partition `p` in `state`.
     pub(super) fn offsets_in(&self, p: i32, state: State) -> Vec<i64> {
         self.logs[p as usize]

@@ -236,3 +236,50 @@ fn close_releases_what_was_not_acknowledged_and_leaves() {
     assert_eq!(w.broker.heartbeats.last().unwrap().member_epoch, -1);
     assert!(w.broker.members.is_empty());
 }
+
+#[test]
+fn an_expired_lock_surfaces_as_a_per_partition_acknowledgement_error() {
+    let mut w = World::new(1, 2);
+    let i = w.add(&[("share.acknowledgement.mode", "explicit")]);
+    w.run_until(5 * S, |w| w.nodes[i].records.len() == 2);
+    w.nodes[i].polling = false;
+    w.broker.expire_locks();
+    let id = w.command(i, |s, cx| {
+        s.acknowledge("t", 0, 0, AcknowledgeType::Accept).unwrap();
+        s.acknowledge("t", 0, 1, AcknowledgeType::Accept).unwrap();
+        s.commit(cx)
+    });
+    w.run_until(5 * S, |w| {
+        w.nodes[i]
+            .events
+            .iter()
+            .any(|e| matches!(e, ShareEvent::Committed { id: c, .. } if *c == id))
+    });
+    let results = w.nodes[i]
+        .events
+        .iter()
+        .find_map(|e| match e {
+            ShareEvent::Committed { results, .. } => Some(results.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let r = results.values().next().unwrap();
+    assert!(
+        matches!(r, Err(ShareError::InvalidRecordState { partition: 0, .. })),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn implicit_mode_refuses_explicit_acknowledgements_and_commit_accepts_what_was_handed_out() {
+    let mut w = World::new(1, 3);
+    let i = w.add(&[]);
+    w.run_until(5 * S, |w| w.nodes[i].records.len() == 3);
+    w.nodes[i].polling = false;
+    let r = w.command(i, |s, _| s.acknowledge("t", 0, 0, AcknowledgeType::Accept));
+    assert_eq!(r, Err(ShareError::ImplicitMode));
+    w.command(i, |s, cx| s.commit(cx));
+    w.run_until(5 * S, |w| {
+        w.broker.offsets_in(0, State::Acknowledged).len() == 3
+    });
+}
