@@ -57,6 +57,10 @@ pub(crate) struct Broker {
     pub(super) acknowledges: Vec<ShareAcknowledgeRequest>,
     /// Top-level errors for the next requests of an API.
     pub(super) faults: BTreeMap<ApiKey, Vec<KafkaCode>>,
+    /// Assign only these partitions (all when `None`).
+    pub(super) assign_only: Option<Vec<i32>>,
+    /// Answer every ShareFetch with hostile acquired ranges and garbage records.
+    pub(super) hostile: bool,
 }
 
 impl Broker {
@@ -76,6 +80,8 @@ impl Broker {
             fetches: Vec::new(),
             acknowledges: Vec::new(),
             faults: BTreeMap::new(),
+            assign_only: None,
+            hostile: false,
         }
     }
 
@@ -175,7 +181,10 @@ impl Broker {
             assignment: Some(Assignment {
                 topic_partitions: vec![TopicPartitions {
                     topic_id: TOPIC_ID,
-                    partitions: (0..self.logs.len() as i32).collect(),
+                    partitions: self
+                        .assign_only
+                        .clone()
+                        .unwrap_or_else(|| (0..self.logs.len() as i32).collect()),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -255,6 +264,9 @@ impl Broker {
         }
         if let Err(code) = self.session(&member, req.share_session_epoch) {
             return top(code);
+        }
+        if self.hostile {
+            return hostile();
         }
         let mut ack_codes = BTreeMap::new();
         for t in &req.topics {
@@ -409,6 +421,40 @@ impl Broker {
             }
         }
         out
+    }
+}
+
+/// Acquired ranges no broker should send (huge, overlapping, reversed, negative) over a
+/// real batch followed by garbage.
+fn hostile() -> ShareFetchResponse {
+    let mut p = partition_data(0, &[(0, 1), (1, 1), (2, 1)], KafkaCode::NONE);
+    let mut bytes = p.records.to_vec();
+    bytes.extend_from_slice(&[0xff; 61]);
+    p.records = bytes.into();
+    p.acquired_records = [
+        (0, i64::MAX, 1),
+        (1, 2, 3),
+        (5, 2, 1),
+        (-7, -1, 1),
+        (i64::MIN, 0, -4),
+    ]
+    .iter()
+    .map(
+        |&(first_offset, last_offset, delivery_count)| AcquiredRecords {
+            first_offset,
+            last_offset,
+            delivery_count,
+            ..Default::default()
+        },
+    )
+    .collect();
+    ShareFetchResponse {
+        responses: vec![ShareFetchableTopicResponse {
+            topic_id: TOPIC_ID,
+            partitions: vec![p],
+            ..Default::default()
+        }],
+        ..Default::default()
     }
 }
 

@@ -283,3 +283,55 @@ fn implicit_mode_refuses_explicit_acknowledgements_and_commit_accepts_what_was_h
         w.broker.offsets_in(0, State::Acknowledged).len() == 3
     });
 }
+
+#[test]
+fn a_shrunk_assignment_forgets_the_partition_in_the_share_session() {
+    let mut w = World::new(2, 0);
+    let i = w.add(&[]);
+    w.run_until(5 * S, |w| !w.broker.fetches.is_empty());
+    w.broker.assign_only = Some(vec![1]);
+    w.run_until(5 * S, |w| {
+        w.broker
+            .fetches
+            .iter()
+            .any(|f| !f.forgotten_topics_data.is_empty())
+    });
+    let f = w
+        .broker
+        .fetches
+        .iter()
+        .find(|f| !f.forgotten_topics_data.is_empty())
+        .unwrap();
+    assert!(f.share_session_epoch > 0);
+    assert_eq!(f.forgotten_topics_data[0].partitions, vec![0]);
+    assert_eq!(w.command(i, |s, _| s.assignment()).len(), 1);
+    assert_eq!(
+        w.broker.sessions.values().next().unwrap().1,
+        BTreeSet::from([1])
+    );
+}
+
+#[test]
+fn hostile_acquired_ranges_and_garbage_records_do_not_panic_or_blow_up() {
+    let mut w = World::new(1, 3);
+    let i = w.add(&[]);
+    w.run_until(5 * S, |w| !w.broker.fetches.is_empty());
+    w.broker.hostile = true;
+    w.run(2 * S);
+    // Only the real records came out, whatever the ranges claimed.
+    let offsets: Vec<i64> = w.nodes[i].records.iter().map(|r| r.offset).collect();
+    let unique: BTreeSet<i64> = offsets.iter().copied().collect();
+    assert!(!offsets.is_empty());
+    assert!(unique.iter().all(|o| (0..3).contains(o)), "{offsets:?}");
+    // What was owed went back as a few ranges per request, not one per claimed offset.
+    let most = w
+        .broker
+        .fetches
+        .iter()
+        .flat_map(|f| &f.topics)
+        .flat_map(|t| &t.partitions)
+        .map(|p| p.acknowledgement_batches.len())
+        .max()
+        .unwrap_or(0);
+    assert!((1..20).contains(&most), "{most}");
+}
