@@ -307,7 +307,10 @@ impl ShareConsumer {
 }
 
 impl Drop for ShareConsumer {
-    /// Starts the close in the background without waiting (see [`ShareConsumer::close`]).
+    /// Asks the machine to close without waiting; the driver thread stops with the last
+    /// handle, so the final acknowledgements and the leave may not get out (the
+    /// records return when their locks expire, the member when its session times out).
+    /// Call [`ShareConsumer::close`] for an orderly exit.
     fn drop(&mut self) {
         let closed = *self.closed.lock().unwrap_or_else(|e| e.into_inner());
         if !closed {
