@@ -386,7 +386,16 @@ impl ShareConsumer {
             }
         }
         if !stray.is_empty() {
-            self.events.push_back(ShareEvent::AcknowledgeFailed(stray));
+            // One waiting report per queue, keyed by partition: the queue stays bounded
+            // when the application does not take events.
+            let waiting = self.events.iter_mut().find_map(|e| match e {
+                ShareEvent::AcknowledgeFailed(r) => Some(r),
+                _ => None,
+            });
+            match waiting {
+                Some(r) => r.extend(stray),
+                None => self.events.push_back(ShareEvent::AcknowledgeFailed(stray)),
+            }
         }
         self.finish_commits();
     }
