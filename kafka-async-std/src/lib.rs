@@ -38,6 +38,7 @@ mod group;
 mod pipeline;
 mod producer;
 mod runtime;
+mod share;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -57,6 +58,9 @@ pub use kafka_driver::front::{Call, Task};
 pub use kafka_driver::{HubStats, Notice};
 pub use pipeline::TxnPipeline;
 pub use producer::{DeliveryFuture, Producer, Record, RecordMetadata};
+pub use share::{
+    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError, ShareEvent, ShareRecord,
+};
 
 /// Runs [`Task`]s to completion in the background, on any executor.
 pub type Spawner = dyn Fn(Task) + Send + Sync + 'static;
@@ -97,6 +101,9 @@ pub enum Error {
     /// [`TxnError::is_abortable`]: kafka_core::producer::TxnError::is_abortable
     #[error(transparent)]
     Transaction(#[from] kafka_core::producer::TxnError),
+    /// The share consumer cannot go on, or an acknowledgement was refused locally.
+    #[error(transparent)]
+    Share(kafka_core::share::ShareError),
     /// The driver is gone (its executor stopped running it).
     #[error("the driver task is gone")]
     DriverGone,

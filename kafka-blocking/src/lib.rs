@@ -31,6 +31,7 @@ mod driver;
 mod group;
 mod pipeline;
 mod producer;
+mod share;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,6 +51,9 @@ use kafka_driver::chan::{self, Sender};
 pub use kafka_driver::{HubStats, Notice};
 pub use pipeline::TxnPipeline;
 pub use producer::{Delivery, Producer, Record, RecordMetadata};
+pub use share::{
+    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError, ShareEvent, ShareRecord,
+};
 
 use driver::{Command, Msg};
 
@@ -86,6 +90,9 @@ pub enum Error {
     /// The group member cannot go on (the group consumer stops consuming).
     #[error(transparent)]
     Group(#[from] kafka_core::group::GroupError),
+    /// The share consumer cannot go on, or an acknowledgement was refused locally.
+    #[error(transparent)]
+    Share(kafka_core::share::ShareError),
     /// A commit failed (a `commit_sync`'s result).
     #[error(transparent)]
     Commit(kafka_core::group::CommitError),

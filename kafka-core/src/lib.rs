@@ -36,6 +36,7 @@ pub mod producer;
 pub mod protocol;
 pub mod record;
 pub mod secret;
+pub mod share;
 #[cfg(test)]
 mod test_support;
 mod trace;

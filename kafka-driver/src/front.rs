@@ -36,9 +36,11 @@ use crate::{socket_error, wall_clock, Hub, HubStats, Notice, SocketError, Socket
 mod consumer;
 mod group;
 mod producer;
+mod share;
 pub use consumer::AsyncConsumer;
 pub use group::AsyncGroupConsumer;
 pub use producer::{AsyncProducer, TxnFailure};
+pub use share::{AsyncShareConsumer, ShareCallError};
 
 /// How many socket reports may wait for the driver before readers pause.
 pub const INBOX_REPORTS: usize = 16;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_core::client::{Client, ConnId, Event, IoCommand};
+use kafka_core::client::{Client, ConnId, Event, IoCommand, OpRef};
 use kafka_core::conn::{ConnError, SocketError};
 use kafka_core::consumer::{Consumer, ConsumerMetrics};
 use kafka_core::group::GroupConsumer;
@@ -127,7 +127,13 @@ pub struct Hub<O> {
     consumers: Vec<Box<dyn ConsumerSide>>,
     /// Final counters of consumers that finished.
     finished_consumers: HashMap<ConsumerKey, ConsumerMetrics>,
+    /// Wake-ups for machines the application drives with commands of its own (the
+    /// share consumer): called on their `Notify` and `OperationDone`.
+    watchers: HashMap<OpRef, Watcher>,
 }
+
+/// A wake-up hook for one machine ([`Hub::watch`]); `true` when the machine finished.
+pub type Watcher = Arc<dyn Fn(bool) + Send + Sync>;
 
 impl<O: Outlet> Hub<O> {
     /// A hub around `core`, with no sockets yet.
@@ -146,7 +152,15 @@ impl<O: Outlet> Hub<O> {
             finished_producers: HashMap::new(),
             consumers: Vec::new(),
             finished_consumers: HashMap::new(),
+            watchers: HashMap::new(),
         }
+    }
+
+    /// Calls `watcher` on every `Notify` of the machine `op` and once when it finishes
+    /// (with `true`; the watcher is then dropped). For machines the application drives
+    /// by its own commands.
+    pub fn watch(&mut self, op: OpRef, watcher: Watcher) {
+        self.watchers.insert(op, watcher);
     }
 
     /// Keeps every core event for [`Hub::poll_event`] (for adapters whose user reads
@@ -457,6 +471,14 @@ impl<O: Outlet> Hub<O> {
                     }
                     self.retire_finished();
                     return true;
+                }
+                if let Some(w) = self.watchers.get(&op) {
+                    let done = matches!(event, Event::OperationDone(_));
+                    w(done);
+                    if done {
+                        self.watchers.remove(&op);
+                    }
+                    return false;
                 }
                 if let Some(i) = self.consumers.iter().position(|c| c.is(op)) {
                     let now = Instant::now();

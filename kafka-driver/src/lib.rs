@@ -49,7 +49,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use kafka_core::client::{Client, ClientError};
 use kafka_core::config::{ClientConfig, ClientDnsLookup};
 
-pub use hub::{Hub, HubStats, Notice, OnNotice, Outlet, SocketReport};
+pub use hub::{Hub, HubStats, Notice, OnNotice, Outlet, SocketReport, Watcher};
 pub use kafka_core::conn::SocketError;
 pub use pipe::{PipeOutlet, PipeSource, ReadBuf, OUTBOUND_HIGH_WATER, READ_CHUNK};
 

@@ -36,6 +36,7 @@ mod group;
 mod pipeline;
 mod producer;
 mod runtime;
+mod share;
 
 use std::future::Future;
 use std::time::Duration;
@@ -54,6 +55,9 @@ use kafka_driver::front::{self, Handle as FrontHandle};
 pub use kafka_driver::{HubStats, Notice};
 pub use pipeline::TxnPipeline;
 pub use producer::{DeliveryFuture, Producer, Record, RecordMetadata};
+pub use share::{
+    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError, ShareEvent, ShareRecord,
+};
 use tokio::runtime::Handle;
 
 /// Why an [`Admin`] or [`Producer`] could not be created, or a send was refused.
@@ -95,6 +99,9 @@ pub enum Error {
     /// [`TxnError::is_abortable`]: kafka_core::producer::TxnError::is_abortable
     #[error(transparent)]
     Transaction(#[from] kafka_core::producer::TxnError),
+    /// The share consumer cannot go on, or an acknowledgement was refused locally.
+    #[error(transparent)]
+    Share(kafka_core::share::ShareError),
     /// The driver task is gone (its runtime shut down).
     #[error("the driver task is gone")]
     DriverGone,

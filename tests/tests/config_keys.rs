@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kafka_core::config::{
     Acks, ClientConfig, ClientDnsLookup, EndpointIdentification, GroupProtocol, IsolationLevel,
-    OffsetReset, SecurityProtocol,
+    OffsetReset, SecurityProtocol, ShareAcknowledgementMode,
 };
 use kafka_core::conn::sasl::Mechanism;
 use kafka_core::record::Compression;
@@ -404,6 +404,12 @@ fn effects() -> Vec<Effect> {
             "consumer",
             |c| c.group().group_protocol == GroupProtocol::Consumer,
             "group_protocol",
+        ),
+        e(
+            "share.acknowledgement.mode",
+            "explicit",
+            |c| c.group().share_acknowledgement_mode == ShareAcknowledgementMode::Explicit,
+            "share_acknowledgement_mode",
         ),
         e(
             "group.remote.assignor",

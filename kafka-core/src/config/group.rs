@@ -29,6 +29,28 @@ impl std::str::FromStr for GroupProtocol {
     }
 }
 
+/// `share.acknowledgement.mode`: how a share consumer (KIP-932) acknowledges records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ShareAcknowledgementMode {
+    /// Every record a poll handed out is accepted at the next poll or commit (the
+    /// default, as Java's `implicit`).
+    #[default]
+    Implicit,
+    /// The application acknowledges each record (accept, release, reject) itself.
+    Explicit,
+}
+
+impl std::str::FromStr for ShareAcknowledgementMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "implicit" => Ok(ShareAcknowledgementMode::Implicit),
+            "explicit" => Ok(ShareAcknowledgementMode::Explicit),
+            _ => Err("expected implicit or explicit".into()),
+        }
+    }
+}
+
 /// Group settings. Read them from [`ClientConfig::group`](super::ClientConfig::group).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -62,6 +84,9 @@ pub struct GroupConfig {
     /// [`ClientConfigBuilder::assignor`] or
     /// [`ClientConfig::with_assignor`](super::ClientConfig::with_assignor).
     pub custom_assignors: CustomAssignors,
+    /// `share.acknowledgement.mode` (default implicit): a share consumer's
+    /// acknowledgements.
+    pub share_acknowledgement_mode: ShareAcknowledgementMode,
 }
 
 /// The application's own partition assignors (classic protocol), by name. A group
@@ -130,6 +155,7 @@ impl Default for GroupConfig {
             auto_commit_interval: Duration::from_secs(5),
             exclude_internal_topics: true,
             custom_assignors: CustomAssignors::default(),
+            share_acknowledgement_mode: ShareAcknowledgementMode::Implicit,
         }
     }
 }
@@ -246,6 +272,16 @@ pub(super) const KEYS: &[KeyInfo] = &[
         secret: false,
         apply: |b, v| {
             b.group.group_protocol = v.parse()?;
+            Ok(())
+        },
+    },
+    KeyInfo {
+        name: "share.acknowledgement.mode",
+        default: Some("implicit"),
+        doc: "Share consumers: implicit (a poll accepts what the last one handed out) or explicit.",
+        secret: false,
+        apply: |b, v| {
+            b.group.share_acknowledgement_mode = v.parse()?;
             Ok(())
         },
     },

@@ -60,7 +60,7 @@ pub use address::{BrokerAddress, ClientDnsLookup};
 pub use common::CommonConfig;
 pub use consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 pub use error::ConfigError;
-pub use group::{CustomAssignors, GroupConfig, GroupProtocol};
+pub use group::{CustomAssignors, GroupConfig, GroupProtocol, ShareAcknowledgementMode};
 pub use producer::{Acks, ProducerConfig};
 pub use security::{OAuthToken, SaslConfig, SecurityConfig, SecurityProtocol, TokenProvider};
 pub use ssl::{EndpointIdentification, SslConfig};

@@ -17,7 +17,7 @@
 
 mod fetcher;
 mod lookup;
-mod records;
+pub(crate) mod records;
 mod reset;
 mod session;
 mod validate;

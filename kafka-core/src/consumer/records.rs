@@ -46,7 +46,7 @@ struct Current {
 }
 
 /// One partition's fetched records not yet handed out.
-pub(super) struct Chunk {
+pub(crate) struct Chunk {
     pub(super) part: usize,
     batches: Batches,
     current: Option<Current>,
@@ -57,7 +57,7 @@ pub(super) struct Chunk {
     read_committed: bool,
     /// The offset after everything handed out or skipped so far (the fetch offset at
     /// first: a fetch returns whole batches); nothing below it is handed out.
-    pub(super) next_offset: i64,
+    pub(crate) next_offset: i64,
     /// The leader epoch of the batch `next_offset` follows (-1 until one was read).
     pub(super) next_epoch: i32,
     /// Bytes charged to the fetch buffer budget.
@@ -66,7 +66,7 @@ pub(super) struct Chunk {
 }
 
 impl Chunk {
-    pub(super) fn new(
+    pub(crate) fn new(
         part: usize,
         data: Bytes,
         from: i64,
@@ -91,7 +91,7 @@ impl Chunk {
 
     /// The next record past everything handed out or skipped, or `None` when the chunk
     /// is used up.
-    pub(super) fn next_record(
+    pub(crate) fn next_record(
         &mut self,
         topic: &Arc<str>,
         partition: i32,

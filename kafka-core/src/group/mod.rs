@@ -16,7 +16,7 @@ mod membership;
 mod offsets;
 mod pattern;
 pub mod protocol;
-mod topic_names;
+pub(crate) mod topic_names;
 
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,8 @@
 //! and streams groups, DescribeClassicGroups, the share group admin calls (KIP-932) and
 //! StreamsGroupDescribe.
 //!
-//! Share group members are made with raw ShareGroupHeartbeat requests (there is no share
-//! consumer in this client yet); the rig's Kafka 4.3 finalizes `share.version` 1 and
+//! Share group members are made with raw ShareGroupHeartbeat requests (members without
+//! fetches, so the admin calls are tested apart from `ShareConsumer`); the rig's Kafka 4.3 finalizes `share.version` 1 and
 //! `streams.version` 1 by default, so share and streams groups need no rig change.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

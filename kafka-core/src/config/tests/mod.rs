@@ -74,6 +74,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("group.id", "g", "a\nb"),
     ("group.instance.id", "i", "a\nb"),
     ("group.protocol", "consumer", "streams"),
+    ("share.acknowledgement.mode", "explicit", "manual"),
     ("group.remote.assignor", "range", "r\u{7}"),
     ("session.timeout.ms", "10000", "-1"),
     ("heartbeat.interval.ms", "1000", "-1"),

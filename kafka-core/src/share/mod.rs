@@ -1,0 +1,543 @@
+//! Share groups (KIP-932, "queues for Kafka"): the [`ShareConsumer`] machine.
+//!
+//! Members of a share group consume the same partitions together; the brokers hand each
+//! record to one member at a time under an acquisition lock, count its deliveries, and
+//! take it back if it is released or the lock expires. The consumer acknowledges what it
+//! got: accept, release (deliver again) or reject.
+//!
+//! Files: this one (the machine: subscribe, poll, acknowledge, commit, close, events),
+//! `membership` (ShareGroupHeartbeat), `fetch` (share sessions per leader: ShareFetch and
+//! ShareAcknowledge), `acks` (what is owed: handed-out records, decided acknowledgements,
+//! their batches), `error` ([`ShareError`]).
+//!
+//! Drive it like the group consumer: `client.start_op(now, ShareConsumer::new(&config)?)`,
+//! `subscribe` in a command, and on `Event::Notify` a command that takes events and
+//! calls [`ShareConsumer::poll`].
+
+mod acks;
+mod error;
+mod fetch;
+mod membership;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Deref;
+use std::time::{Duration, Instant};
+
+pub use acks::AcknowledgeType;
+pub use error::ShareError;
+
+use acks::{undelivered, Acks};
+use fetch::{leader_of, AckOutcome, Fetched, Sessions, Wants};
+use membership::{MemberEvent, ShareMember};
+
+use crate::client::{Notice, OpContext, Operation};
+use crate::config::{ClientConfig, ShareAcknowledgementMode};
+use crate::consumer::ConsumerRecord;
+use crate::group::TopicPartition;
+
+/// A record handed out by a share consumer, with how often it was delivered.
+#[derive(Debug, Clone)]
+pub struct ShareRecord {
+    /// The record (key, value and headers are slices of the fetched buffer).
+    pub record: ConsumerRecord,
+    /// The delivery count: 1 the first time, more once released or timed out before.
+    pub delivery_count: i16,
+}
+
+impl Deref for ShareRecord {
+    type Target = ConsumerRecord;
+    fn deref(&self) -> &ConsumerRecord {
+        &self.record
+    }
+}
+
+/// Identifies one [`ShareConsumer::commit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ShareCommitId(pub u64);
+
+/// Per-partition acknowledgement results.
+pub type AckResults = BTreeMap<TopicPartition, Result<(), ShareError>>;
+
+/// What the share consumer tells the application (take with
+/// [`ShareConsumer::take_event`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShareEvent {
+    /// The coordinator assigned these partitions (replacing the previous set).
+    Assigned(Vec<TopicPartition>),
+    /// A commit finished: one result per partition it carried acknowledgements for.
+    Committed {
+        /// The id [`ShareConsumer::commit`] returned.
+        id: ShareCommitId,
+        /// Per-partition results.
+        results: AckResults,
+    },
+    /// Acknowledgements sent with a fetch (not part of a commit) failed for these
+    /// partitions (Java's acknowledgement commit callback with an exception).
+    AcknowledgeFailed(AckResults),
+    /// The member was fenced and rejoins; records handed out before can no longer be
+    /// acknowledged (they return to the group when their locks expire).
+    Fenced(ShareError),
+    /// The member cannot go on.
+    Failed(ShareError),
+}
+
+struct Commit {
+    id: ShareCommitId,
+    waiting: BTreeSet<TopicPartition>,
+    results: AckResults,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Closing {
+    /// Final acknowledgements go out (epoch -1 per session).
+    Acknowledging,
+    /// The leave heartbeat is out.
+    Leaving,
+}
+
+/// A share group member (KIP-932). See the module docs.
+pub struct ShareConsumer {
+    member: ShareMember,
+    sessions: Sessions,
+    mode: ShareAcknowledgementMode,
+    topics: BTreeSet<String>,
+    assigned: BTreeSet<TopicPartition>,
+    fetched: VecDeque<Fetched>,
+    acks: Acks,
+    commits: Vec<Commit>,
+    next_commit: u64,
+    events: VecDeque<ShareEvent>,
+    member_events: Vec<MemberEvent>,
+    outcomes: Vec<AckOutcome>,
+    max_poll_records: usize,
+    closing: Option<(Closing, Instant)>,
+    close_timeout: Duration,
+    failed: bool,
+    records_announced: bool,
+}
+
+impl std::fmt::Debug for ShareConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShareConsumer")
+            .field("member", &self.member)
+            .field("assigned", &self.assigned.len())
+            .field("closing", &self.closing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShareConsumer {
+    /// A share consumer for `config`'s `group.id` and `share.acknowledgement.mode`.
+    pub fn new(config: &ClientConfig) -> Result<Self, ShareError> {
+        let member = ShareMember::new(config)?;
+        let sessions = Sessions::new(config, member.group().to_string());
+        Ok(ShareConsumer {
+            member,
+            sessions,
+            mode: config.group().share_acknowledgement_mode,
+            topics: BTreeSet::new(),
+            assigned: BTreeSet::new(),
+            fetched: VecDeque::new(),
+            acks: Acks::default(),
+            commits: Vec::new(),
+            next_commit: 0,
+            events: VecDeque::new(),
+            member_events: Vec::new(),
+            outcomes: Vec::new(),
+            max_poll_records: config.consumer().max_poll_records.max(1),
+            closing: None,
+            close_timeout: config.common().request_timeout,
+            failed: false,
+            records_announced: false,
+        })
+    }
+
+    /// Subscribes to exactly these topics and joins (an empty list leaves the group).
+    pub fn subscribe<T: Into<String>>(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        topics: impl IntoIterator<Item = T>,
+    ) {
+        self.topics = topics.into_iter().map(Into::into).collect();
+        if self.topics.is_empty() {
+            self.member.leave(cx);
+            self.set_assigned(BTreeSet::new());
+            return;
+        }
+        cx.request_metadata(self.topics.iter().cloned());
+        self.member.join(cx.now());
+    }
+
+    /// The partitions assigned now.
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        self.assigned.iter().cloned().collect()
+    }
+
+    /// The member id and epoch (empty / 0 before the first heartbeat).
+    pub fn member(&self) -> (&str, i32) {
+        (&self.member.member_id, self.member.epoch)
+    }
+
+    /// Hands out up to `max.poll.records` records into `out`; returns how many. In
+    /// implicit mode, every record the previous poll handed out is accepted first.
+    pub fn poll(&mut self, cx: &mut OpContext<'_>, out: &mut Vec<ShareRecord>) -> usize {
+        self.records_announced = false;
+        if self.mode == ShareAcknowledgementMode::Implicit {
+            self.acks.settle_handed(AcknowledgeType::Accept);
+        }
+        let mut n = 0;
+        while n < self.max_poll_records {
+            let Some(f) = self.fetched.front_mut() else {
+                break;
+            };
+            match f.chunk.next_record(&f.tp.0, f.tp.1) {
+                Some(Ok(r)) => {
+                    let Some(&(_, _, count)) = f
+                        .acquired
+                        .iter()
+                        .find(|a| a.0 <= r.offset && r.offset <= a.1)
+                    else {
+                        continue;
+                    };
+                    if f.delivered.last().is_some_and(|&l| l >= r.offset) {
+                        continue;
+                    }
+                    f.delivered.push(r.offset);
+                    self.acks.hand_out(&f.tp, r.offset);
+                    out.push(ShareRecord {
+                        record: r,
+                        delivery_count: count,
+                    });
+                    n += 1;
+                }
+                Some(Err(_)) | None => {
+                    let f = self.fetched.pop_front().expect("front");
+                    self.settle_fetched(f);
+                }
+            }
+        }
+        self.flush(cx);
+        n
+    }
+
+    /// Acknowledges a record handed out (explicit mode). Sent with the next fetch to its
+    /// leader, or at once by [`ShareConsumer::commit`].
+    pub fn acknowledge(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        kind: AcknowledgeType,
+    ) -> Result<(), ShareError> {
+        if self.mode == ShareAcknowledgementMode::Implicit {
+            return Err(ShareError::ImplicitMode);
+        }
+        let tp: TopicPartition = (topic.into(), partition);
+        if kind == AcknowledgeType::Gap || !self.acks.acknowledge(&tp, offset, kind) {
+            return Err(ShareError::NotAcquired {
+                topic: topic.to_string(),
+                partition,
+                offset,
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends every acknowledgement decided so far at once (ShareAcknowledge per leader;
+    /// implicit mode first accepts what was handed out). Ends with one
+    /// [`ShareEvent::Committed`] with a result for every partition whose
+    /// acknowledgements were decided before it (also those already riding on a fetch).
+    pub fn commit(&mut self, cx: &mut OpContext<'_>) -> ShareCommitId {
+        if self.mode == ShareAcknowledgementMode::Implicit {
+            self.acks.settle_handed(AcknowledgeType::Accept);
+        }
+        self.next_commit += 1;
+        let id = ShareCommitId(self.next_commit);
+        // Acknowledgements decided before the commit: pending ones and those already
+        // riding on a request.
+        let mut waiting: BTreeSet<TopicPartition> = self.acks.pending.keys().cloned().collect();
+        waiting.extend(self.sessions.acks_in_flight().cloned());
+        self.commits.push(Commit {
+            id,
+            waiting,
+            results: AckResults::new(),
+        });
+        self.finish_commits();
+        self.flush(cx);
+        id
+    }
+
+    /// The next event, if any.
+    pub fn take_event(&mut self) -> Option<ShareEvent> {
+        self.events.pop_front()
+    }
+
+    /// Whether records wait to be handed out.
+    pub fn has_pending(&self) -> bool {
+        !self.fetched.is_empty()
+    }
+
+    /// Closes: what was handed out is accepted (implicit) or released (explicit, not
+    /// acknowledged), fetched records not handed out are released, each session is
+    /// closed with a final ShareAcknowledge (epoch -1), then the member leaves (epoch -1).
+    /// The machine finishes when that is done or after `request.timeout.ms`.
+    pub fn close(&mut self, cx: &mut OpContext<'_>) {
+        if self.closing.is_some() {
+            return;
+        }
+        let kind = match self.mode {
+            ShareAcknowledgementMode::Implicit => AcknowledgeType::Accept,
+            ShareAcknowledgementMode::Explicit => AcknowledgeType::Release,
+        };
+        self.acks.settle_handed(kind);
+        while let Some(f) = self.fetched.pop_front() {
+            self.release_fetched(f);
+        }
+        self.closing = Some((Closing::Acknowledging, cx.now() + self.close_timeout));
+        self.flush(cx);
+    }
+
+    /// The chunk is used up: acquired offsets it passed over without a record (control
+    /// records, compacted gaps) are gaps, the ones beyond its data are released.
+    fn settle_fetched(&mut self, f: Fetched) {
+        let end = f.chunk.next_offset;
+        let ranges: Vec<(i64, i64)> = f.acquired.iter().map(|a| (a.0, a.1)).collect();
+        for (first, last) in undelivered(&ranges, &f.delivered) {
+            if first < end {
+                let gap_end = last.min(end - 1);
+                self.acks.add(&f.tp, first, gap_end, AcknowledgeType::Gap);
+                self.acks
+                    .add(&f.tp, gap_end + 1, last, AcknowledgeType::Release);
+            } else {
+                self.acks.add(&f.tp, first, last, AcknowledgeType::Release);
+            }
+        }
+    }
+
+    /// Releases every acquired record of `f` not handed out.
+    fn release_fetched(&mut self, f: Fetched) {
+        let ranges: Vec<(i64, i64)> = f.acquired.iter().map(|a| (a.0, a.1)).collect();
+        for (first, last) in undelivered(&ranges, &f.delivered) {
+            self.acks.add(&f.tp, first, last, AcknowledgeType::Release);
+        }
+    }
+
+    fn set_assigned(&mut self, assigned: BTreeSet<TopicPartition>) {
+        // Fetched records of partitions no longer assigned go back to the group.
+        let (keep, drop): (Vec<Fetched>, Vec<Fetched>) = std::mem::take(&mut self.fetched)
+            .into_iter()
+            .partition(|f| assigned.contains(&f.tp));
+        self.fetched = keep.into();
+        for f in drop {
+            self.release_fetched(f);
+        }
+        if assigned != self.assigned {
+            self.events
+                .push_back(ShareEvent::Assigned(assigned.iter().cloned().collect()));
+        }
+        self.assigned = assigned;
+    }
+
+    fn on_member_events(&mut self) {
+        for e in std::mem::take(&mut self.member_events) {
+            match e {
+                MemberEvent::Assigned(ps) => self.set_assigned(ps),
+                MemberEvent::Fenced(code) => {
+                    // Acquisitions belonged to the fenced epoch: nothing can be
+                    // acknowledged any more; the records return when their locks expire.
+                    self.fetched.clear();
+                    let lost: Vec<TopicPartition> = self.acks.pending.keys().cloned().collect();
+                    self.acks.clear();
+                    for tp in lost {
+                        self.outcomes.push((tp, Err(ShareError::Fenced(code))));
+                    }
+                    self.set_assigned(BTreeSet::new());
+                    self.events
+                        .push_back(ShareEvent::Fenced(ShareError::Fenced(code)));
+                }
+                MemberEvent::Failed(e) => {
+                    self.failed = true;
+                    self.fetched.clear();
+                    self.set_assigned(BTreeSet::new());
+                    self.events.push_back(ShareEvent::Failed(e));
+                }
+            }
+        }
+    }
+
+    /// Routes acknowledgement outcomes to the commits waiting for them, or reports
+    /// failures of ones no commit waits for.
+    fn route_outcomes(&mut self) {
+        let mut stray = AckResults::new();
+        for (tp, result) in std::mem::take(&mut self.outcomes) {
+            let mut taken = false;
+            for c in &mut self.commits {
+                if c.waiting.remove(&tp) {
+                    c.results.insert(tp.clone(), result.clone());
+                    taken = true;
+                }
+            }
+            if !taken && result.is_err() {
+                stray.insert(tp, result);
+            }
+        }
+        if !stray.is_empty() {
+            // One waiting report per queue, keyed by partition: the queue stays bounded
+            // when the application does not take events.
+            let waiting = self.events.iter_mut().find_map(|e| match e {
+                ShareEvent::AcknowledgeFailed(r) => Some(r),
+                _ => None,
+            });
+            match waiting {
+                Some(r) => r.extend(stray),
+                None => self.events.push_back(ShareEvent::AcknowledgeFailed(stray)),
+            }
+        }
+        self.finish_commits();
+    }
+
+    fn finish_commits(&mut self) {
+        let mut i = 0;
+        while i < self.commits.len() {
+            if self.commits[i].waiting.is_empty() {
+                let c = self.commits.remove(i);
+                self.events.push_back(ShareEvent::Committed {
+                    id: c.id,
+                    results: c.results,
+                });
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Sends what each leader needs now.
+    fn flush(&mut self, cx: &mut OpContext<'_>) {
+        let closing = matches!(self.closing, Some((Closing::Acknowledging, _)));
+        if self.failed && !closing {
+            return;
+        }
+        let mut by_node: BTreeMap<i32, BTreeSet<TopicPartition>> = BTreeMap::new();
+        let mut leaderless = false;
+        if !closing && self.member.is_member() {
+            for tp in &self.assigned {
+                cx.keep_topic(&tp.0);
+                match leader_of(cx, tp) {
+                    Some(n) => {
+                        by_node.entry(n).or_default().insert(tp.clone());
+                    }
+                    None => leaderless = true,
+                }
+            }
+        }
+        let mut nodes: BTreeSet<i32> = by_node.keys().copied().collect();
+        nodes.extend(self.sessions.nodes());
+        for tp in self.acks.pending.keys() {
+            match leader_of(cx, tp) {
+                Some(n) => {
+                    nodes.insert(n);
+                }
+                None => leaderless = true,
+            }
+        }
+        if leaderless {
+            cx.request_metadata(self.topics.iter().cloned());
+        }
+        let waiting: BTreeSet<&TopicPartition> =
+            self.commits.iter().flat_map(|c| c.waiting.iter()).collect();
+        let draining: BTreeSet<i32> = self.fetched.iter().map(|f| f.node).collect();
+        let empty = BTreeSet::new();
+        let member_id = self.member.member_id.clone();
+        for node in nodes {
+            let urgent = self
+                .acks
+                .pending
+                .keys()
+                .any(|tp| waiting.contains(tp) && leader_of(cx, tp) == Some(node));
+            let wants = Wants {
+                desired: by_node.get(&node).unwrap_or(&empty),
+                draining: draining.contains(&node),
+                urgent,
+                closing,
+            };
+            if !closing && !self.member.is_member() {
+                continue;
+            }
+            self.sessions.send(
+                cx,
+                node,
+                &member_id,
+                wants,
+                &mut self.acks,
+                &mut self.outcomes,
+            );
+        }
+        self.route_outcomes();
+    }
+}
+
+impl Operation for ShareConsumer {
+    type Output = ();
+
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<()> {
+        let mut fetched = Vec::new();
+        self.sessions
+            .collect(cx, &mut self.acks, &mut fetched, &mut self.outcomes);
+        if self.closing.is_some() {
+            for f in fetched {
+                self.release_fetched(f);
+            }
+        } else {
+            self.fetched.extend(fetched);
+        }
+        if let Some((stage, deadline)) = self.closing {
+            self.route_outcomes();
+            let now = cx.now();
+            if stage == Closing::Acknowledging {
+                self.flush(cx);
+                if self.sessions.all_closed() || now >= deadline {
+                    self.member.leave(cx);
+                    self.closing = Some((Closing::Leaving, deadline));
+                }
+            }
+            self.member.poll(cx, &self.topics, &mut self.member_events);
+            let stage = self.closing.map_or(stage, |c| c.0);
+            let left = stage == Closing::Leaving && !self.member.leaving();
+            if left || now >= deadline {
+                for c in std::mem::take(&mut self.commits) {
+                    let mut results = c.results;
+                    results.extend(
+                        c.waiting
+                            .into_iter()
+                            .map(|tp| (tp, Err(ShareError::Closed))),
+                    );
+                    self.events
+                        .push_back(ShareEvent::Committed { id: c.id, results });
+                }
+                return Some(());
+            }
+            cx.wake_at(deadline);
+            return None;
+        }
+        self.member.poll(cx, &self.topics, &mut self.member_events);
+        self.on_member_events();
+        self.flush(cx);
+        let records = !self.fetched.is_empty();
+        if !self.events.is_empty() || (records && !self.records_announced) {
+            cx.notify();
+        }
+        self.records_announced |= records;
+        None
+    }
+
+    fn notice(&mut self, notice: &Notice<'_>) -> bool {
+        if let Notice::ConnectionClosed { node, .. } = notice {
+            self.sessions.connection_closed(*node);
+        }
+        true
+    }
+}

@@ -1,0 +1,270 @@
+//! [`AsyncShareConsumer`]: the share consumer (KIP-932) for the async adapters. Each call
+//! is one command on the core `ShareConsumer` running on the driver task; `poll` waits
+//! for the machine's `Notify` ([`Hub::watch`](crate::Hub::watch)) or its timeout between
+//! commands.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kafka_core::client::{OpContext, OpId};
+use kafka_core::share::{
+    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer as CoreShare, ShareError, ShareEvent,
+    ShareRecord,
+};
+
+use super::{race, Handle};
+use crate::chan::{self, Receiver, Sender};
+
+/// Why a share consumer call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShareCallError {
+    /// The machine refused (local misuse) or cannot go on.
+    #[error(transparent)]
+    Share(ShareError),
+    /// `commit_sync` or `close` did not finish in time.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// The consumer is closed or its driver is gone.
+    #[error("closed")]
+    Closed,
+}
+
+type Slot = Arc<Mutex<Option<OpId<CoreShare>>>>;
+
+/// The async share consumer surface (see the module docs).
+pub struct AsyncShareConsumer {
+    handle: Handle,
+    slot: Slot,
+    wake: Mutex<Receiver<bool>>,
+    pending: Arc<AtomicBool>,
+    finished: Arc<AtomicBool>,
+    committed: Mutex<BTreeMap<ShareCommitId, AckResults>>,
+    events: Mutex<Vec<ShareEvent>>,
+    close_timeout: Duration,
+}
+
+impl std::fmt::Debug for AsyncShareConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncShareConsumer").finish_non_exhaustive()
+    }
+}
+
+impl Handle {
+    /// Starts the core share consumer `core` on this driver.
+    pub fn start_share(&self, core: CoreShare, close_timeout: Duration) -> AsyncShareConsumer {
+        let (tx, rx): (Sender<bool>, Receiver<bool>) = chan::channel(1);
+        let pending = Arc::new(AtomicBool::new(false));
+        let finished = Arc::new(AtomicBool::new(false));
+        let slot: Slot = Arc::default();
+        let (theirs, p, f) = (slot.clone(), pending.clone(), finished.clone());
+        let _ = self.commands.push(Box::new(move |hub, now| {
+            let id = hub.core.start_op(now, core);
+            if let Ok(mut s) = theirs.lock() {
+                *s = Some(id);
+            }
+            hub.watch(
+                id.untyped(),
+                Arc::new(move |done| {
+                    if done {
+                        f.store(true, Ordering::SeqCst);
+                    }
+                    // At most one wake-up waits in the channel.
+                    if !p.swap(true, Ordering::SeqCst) || done {
+                        let _ = tx.push(done);
+                    }
+                }),
+            );
+        }));
+        AsyncShareConsumer {
+            handle: self.clone(),
+            slot,
+            wake: Mutex::new(rx),
+            pending,
+            finished,
+            committed: Mutex::default(),
+            events: Mutex::default(),
+            close_timeout,
+        }
+    }
+}
+
+impl AsyncShareConsumer {
+    /// One command on the machine; `Closed` when it finished or the driver is gone.
+    async fn command<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut CoreShare, &mut OpContext<'_>) -> T + Send + 'static,
+    ) -> Result<T, ShareCallError> {
+        let slot = self.slot.clone();
+        self.handle
+            .ask(move |hub| {
+                let id = (*slot.lock().ok()?)?;
+                hub.core.command(Instant::now(), id, f)
+            })
+            .await
+            .ok()
+            .flatten()
+            .ok_or(ShareCallError::Closed)
+    }
+
+    /// Waits for the machine's next wake-up, at most until `deadline`.
+    async fn wait(&self, deadline: Instant) {
+        let woken = std::future::poll_fn(|cx| {
+            let mut rx = self.wake.lock().unwrap_or_else(|e| e.into_inner());
+            rx.poll_recv(cx).map(|_| ())
+        });
+        let _ = race(woken, (self.handle.sleep)(deadline)).await;
+        self.pending.store(false, Ordering::SeqCst);
+    }
+
+    /// Subscribes to exactly these topics and joins (an empty list leaves).
+    pub async fn subscribe(&self, topics: Vec<String>) -> Result<(), ShareCallError> {
+        self.command(move |s, cx| s.subscribe(cx, topics)).await
+    }
+
+    /// Waits up to `timeout` for records (implicit mode: accepts the previous poll's).
+    pub async fn poll(&self, timeout: Duration) -> Result<Vec<ShareRecord>, ShareCallError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.finished.load(Ordering::SeqCst) {
+                return Err(ShareCallError::Closed);
+            }
+            self.pending.store(false, Ordering::SeqCst);
+            let records = self
+                .command(|s, cx| {
+                    let mut out = Vec::new();
+                    s.poll(cx, &mut out);
+                    out
+                })
+                .await?;
+            self.take_core_events().await?;
+            if !records.is_empty() || Instant::now() >= deadline {
+                return Ok(records);
+            }
+            self.wait(deadline).await;
+        }
+    }
+
+    /// Acknowledges a record `poll` returned (explicit mode).
+    pub async fn acknowledge(
+        &self,
+        record: &ShareRecord,
+        kind: AcknowledgeType,
+    ) -> Result<(), ShareCallError> {
+        let (topic, partition, offset) = (record.topic.clone(), record.partition, record.offset);
+        self.command(move |s, _| s.acknowledge(&topic, partition, offset, kind))
+            .await?
+            .map_err(ShareCallError::Share)
+    }
+
+    /// Sends every acknowledgement decided so far and waits for the results.
+    pub async fn commit_sync(&self, timeout: Duration) -> Result<AckResults, ShareCallError> {
+        let deadline = Instant::now() + timeout;
+        let id = self.command(|s, cx| s.commit(cx)).await?;
+        loop {
+            self.pending.store(false, Ordering::SeqCst);
+            self.take_core_events().await?;
+            if let Some(r) = self
+                .committed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id)
+            {
+                return Ok(r);
+            }
+            if Instant::now() >= deadline {
+                return Err(ShareCallError::Timeout(timeout));
+            }
+            self.wait(deadline).await;
+        }
+    }
+
+    /// Sends every acknowledgement decided so far; the result is a
+    /// [`ShareEvent::Committed`] from [`AsyncShareConsumer::take_events`].
+    pub async fn commit_async(&self) -> Result<ShareCommitId, ShareCallError> {
+        self.command(|s, cx| s.commit(cx)).await
+    }
+
+    /// Events since the last call (assignments, `commit_async` results, failures).
+    pub async fn take_events(&self) -> Vec<ShareEvent> {
+        let _ = self.take_core_events().await;
+        let mut out = std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()));
+        let committed =
+            std::mem::take(&mut *self.committed.lock().unwrap_or_else(|e| e.into_inner()));
+        out.extend(
+            committed
+                .into_iter()
+                .map(|(id, results)| ShareEvent::Committed { id, results }),
+        );
+        out
+    }
+
+    /// Closes (see the core `ShareConsumer::close`) and waits for the machine to finish.
+    pub async fn close(&self) -> Result<(), ShareCallError> {
+        let deadline = Instant::now() + self.close_timeout;
+        if self.command(|s, cx| s.close(cx)).await.is_err() {
+            return Ok(());
+        }
+        while !self.finished.load(Ordering::SeqCst) {
+            if Instant::now() >= deadline {
+                return Err(ShareCallError::Timeout(self.close_timeout));
+            }
+            self.wait(deadline).await;
+        }
+        Ok(())
+    }
+
+    async fn take_core_events(&self) -> Result<(), ShareCallError> {
+        let Ok(events) = self
+            .command(|s, _| {
+                let mut out = Vec::new();
+                while let Some(e) = s.take_event() {
+                    out.push(e);
+                }
+                out
+            })
+            .await
+        else {
+            return Ok(());
+        };
+        let mut failed = None;
+        for e in events {
+            match e {
+                ShareEvent::Committed { id, results } => {
+                    self.committed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id, results);
+                }
+                other => {
+                    if let ShareEvent::Failed(err) = &other {
+                        failed = Some(err.clone());
+                    }
+                    let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+                    if events.len() >= 1024 {
+                        events.remove(0);
+                    }
+                    events.push(other);
+                }
+            }
+        }
+        match failed {
+            Some(e) => Err(ShareCallError::Share(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for AsyncShareConsumer {
+    /// Asks the machine to close without waiting (see `close`).
+    fn drop(&mut self) {
+        let slot = self.slot.clone();
+        let _ = self.handle.commands.push(Box::new(move |hub, now| {
+            if let Some(id) = slot.lock().ok().and_then(|s| *s) {
+                let _ = hub.core.command(now, id, |s, cx| s.close(cx));
+            }
+        }));
+    }
+}

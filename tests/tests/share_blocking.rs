@@ -1,0 +1,161 @@
+//! The blocking share consumer (KIP-932) on the real broker: three members of one share
+//! group split a topic's records, each record handed to exactly one and accepted (a
+//! fresh member afterwards gets nothing); explicit acknowledgement: a released record
+//! comes back with delivery count 2, a rejected one never.
+//!
+//! The rig's Kafka 4.3 finalizes `share.version` 1; a share group starts at the latest
+//! offset unless its `share.auto.offset.reset` group config says `earliest`, which these
+//! tests set with IncrementalAlterConfigs on the group resource before anyone joins.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kafka_blocking::{AcknowledgeType, ShareConsumer, ShareRecord};
+use kafka_core::config::ClientConfig;
+use share_common::{earliest, topic_with_records, unique};
+
+mod share_common;
+
+/// (member, partition, offset, value, delivery count) of one record handed out.
+type Got = (usize, i32, i64, u64, i16);
+
+fn consumer(addr: &str, group: &str, extra: &[(&str, &str)]) -> ShareConsumer {
+    let mut pairs = vec![
+        ("bootstrap.servers", addr),
+        ("group.id", group),
+        ("fetch.max.wait.ms", "200"),
+    ];
+    pairs.extend_from_slice(extra);
+    ShareConsumer::new(ClientConfig::from_pairs(pairs).expect("config")).expect("share consumer")
+}
+
+fn value(r: &ShareRecord) -> u64 {
+    std::str::from_utf8(r.value.as_deref().expect("value"))
+        .expect("utf8")
+        .parse()
+        .expect("number")
+}
+
+#[test]
+fn three_members_share_a_topic_each_record_to_one_member_and_accepted() {
+    let Some(addr) = kafka_tests::broker_or_skip("share_blocking real broker") else {
+        return;
+    };
+    const N: u64 = 300;
+    let group = unique("share-g");
+    earliest(&addr, &group);
+    let topic = topic_with_records(&addr, 3, N);
+    let seen: Arc<Mutex<Vec<Got>>> = Arc::default();
+    let mut threads = Vec::new();
+    for m in 0..3 {
+        let (addr, group, topic, seen) = (addr.clone(), group.clone(), topic.clone(), seen.clone());
+        threads.push(std::thread::spawn(move || {
+            let c = consumer(&addr, &group, &[("max.poll.records", "20")]);
+            c.subscribe([topic.as_str()]).expect("subscribe");
+            let deadline = Instant::now() + Duration::from_secs(90);
+            while seen.lock().unwrap().len() < N as usize && Instant::now() < deadline {
+                for r in c.poll(Duration::from_millis(500)).expect("poll") {
+                    let v = value(&r);
+                    seen.lock()
+                        .unwrap()
+                        .push((m, r.partition, r.offset, v, r.delivery_count));
+                }
+            }
+            // Implicit mode: the last poll's records are accepted by the close.
+            c.close().expect("close");
+        }));
+    }
+    for t in threads {
+        t.join().expect("member thread");
+    }
+    let seen = seen.lock().unwrap().clone();
+    let values: BTreeSet<u64> = seen.iter().map(|s| s.3).collect();
+    assert_eq!(values.len(), N as usize, "every record delivered");
+    assert_eq!(seen.len(), N as usize, "no record delivered twice");
+    assert!(seen.iter().all(|s| s.4 == 1), "first deliveries only");
+    let members: BTreeSet<usize> = seen.iter().map(|s| s.0).collect();
+    eprintln!("members that got records: {members:?}");
+
+    // Everything was accepted: a new member of the group gets nothing.
+    let late = consumer(&addr, &group, &[]);
+    late.subscribe([topic.as_str()]).expect("subscribe");
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        let got = late.poll(Duration::from_millis(500)).expect("poll");
+        assert!(
+            got.is_empty(),
+            "redelivered after acceptance: {:?}",
+            got.iter().map(|r| r.offset).collect::<Vec<_>>()
+        );
+    }
+    late.close().expect("close");
+}
+
+#[test]
+fn explicit_release_is_redelivered_with_count_two_and_reject_never() {
+    let Some(addr) = kafka_tests::broker_or_skip("share_blocking real broker") else {
+        return;
+    };
+    let group = unique("share-x");
+    earliest(&addr, &group);
+    let topic = topic_with_records(&addr, 1, 3);
+    let c = consumer(&addr, &group, &[("share.acknowledgement.mode", "explicit")]);
+    c.subscribe([topic.as_str()]).expect("subscribe");
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while got.len() < 3 {
+        assert!(Instant::now() < deadline, "only {} records", got.len());
+        got.extend(c.poll(Duration::from_millis(500)).expect("poll"));
+    }
+    assert_eq!(
+        got.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+    assert!(got.iter().all(|r| r.delivery_count == 1));
+    c.acknowledge(&got[0], AcknowledgeType::Accept)
+        .expect("accept");
+    c.acknowledge(&got[1], AcknowledgeType::Release)
+        .expect("release");
+    c.acknowledge(&got[2], AcknowledgeType::Reject)
+        .expect("reject");
+    assert!(
+        c.acknowledge(&got[2], AcknowledgeType::Accept).is_err(),
+        "twice"
+    );
+    let results = c.commit_sync(Duration::from_secs(30)).expect("commit_sync");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results.values().all(Result::is_ok), "{results:?}");
+
+    let mut again = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while again.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the released record did not come back"
+        );
+        again = c.poll(Duration::from_millis(500)).expect("poll");
+    }
+    assert_eq!(
+        again.len(),
+        1,
+        "{:?}",
+        again.iter().map(|r| r.offset).collect::<Vec<_>>()
+    );
+    assert_eq!((again[0].offset, again[0].delivery_count), (1, 2));
+    c.acknowledge(&again[0], AcknowledgeType::Accept)
+        .expect("accept");
+    let results = c.commit_sync(Duration::from_secs(30)).expect("commit_sync");
+    assert!(results.values().all(Result::is_ok), "{results:?}");
+    // The rejected record never comes back.
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let got = c.poll(Duration::from_millis(500)).expect("poll");
+        assert!(
+            got.is_empty(),
+            "{:?}",
+            got.iter().map(|r| r.offset).collect::<Vec<_>>()
+        );
+    }
+    c.close().expect("close");
+}
