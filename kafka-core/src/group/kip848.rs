@@ -271,13 +271,7 @@ impl Kip848 {
         out: &mut Vec<MemberEvent>,
     ) {
         let Some(target) = &self.target else { return };
-        let (names, unnamed) = self.names.resolve(cx, target.keys());
-        let mut resolved = BTreeSet::new();
-        for (id, parts) in target {
-            if let Some(name) = names.get(id) {
-                resolved.extend(parts.iter().map(|&p| (name.clone(), p)));
-            }
-        }
+        let (resolved, unnamed) = self.names.name_target(cx, target);
         if !unnamed.is_empty() {
             if self.pattern.is_some() {
                 self.names.look_up(cx, &unnamed);

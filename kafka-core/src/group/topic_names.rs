@@ -63,6 +63,26 @@ impl TopicNames {
         (named, unnamed)
     }
 
+    /// An assignment by topic id as named partitions, and the ids no name is known for
+    /// yet (their partitions wait).
+    pub(crate) fn name_target(
+        &mut self,
+        cx: &OpContext<'_>,
+        target: &BTreeMap<Uuid, Vec<i32>>,
+    ) -> (
+        std::collections::BTreeSet<super::member::TopicPartition>,
+        Vec<Uuid>,
+    ) {
+        let (names, unnamed) = self.resolve(cx, target.keys());
+        let mut resolved = std::collections::BTreeSet::new();
+        for (id, parts) in target {
+            if let Some(name) = names.get(id) {
+                resolved.extend(parts.iter().map(|&p| (name.clone(), p)));
+            }
+        }
+        (resolved, unnamed)
+    }
+
     /// The id of an assigned topic named `name` (the metadata's, else the one it was
     /// assigned under).
     pub(crate) fn id_of(&self, cx: &OpContext<'_>, name: &str) -> Option<Uuid> {

@@ -268,3 +268,82 @@ impl Drop for AsyncShareConsumer {
         }));
     }
 }
+
+/// An async adapter's `ShareConsumer` (tokio, async-std): the struct (with the doc
+/// comment and attributes given) over an [`AsyncShareConsumer`], the error mapping
+/// `failed(ShareCallError) -> Error` (the adapter's `Error` needs `Share`, `Timeout` and
+/// `Closed`) and every method; the adapter writes only its constructors, building the
+/// struct as `ShareConsumer { inner }`.
+#[macro_export]
+macro_rules! async_share_consumer {
+    ($(#[$meta:meta])*) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub struct ShareConsumer {
+            inner: $crate::front::AsyncShareConsumer,
+        }
+
+        fn failed(e: $crate::front::ShareCallError) -> Error {
+            match e {
+                $crate::front::ShareCallError::Share(e) => Error::Share(e),
+                $crate::front::ShareCallError::Timeout(d) => Error::Timeout(d),
+                _ => Error::Closed,
+            }
+        }
+
+        impl ShareConsumer {
+            /// Subscribes to exactly these topics and joins (an empty list leaves).
+            pub async fn subscribe<T: AsRef<str>>(
+                &self,
+                topics: impl IntoIterator<Item = T>,
+            ) -> Result<(), Error> {
+                let topics = topics.into_iter().map(|t| t.as_ref().to_string()).collect();
+                self.inner.subscribe(topics).await.map_err(failed)
+            }
+
+            /// Waits up to `timeout` for records; implicit mode accepts the previous
+            /// poll's first.
+            pub async fn poll(
+                &self,
+                timeout: ::std::time::Duration,
+            ) -> Result<Vec<::kafka_core::share::ShareRecord>, Error> {
+                self.inner.poll(timeout).await.map_err(failed)
+            }
+
+            /// Acknowledges a record `poll` returned (explicit mode).
+            pub async fn acknowledge(
+                &self,
+                record: &::kafka_core::share::ShareRecord,
+                kind: ::kafka_core::share::AcknowledgeType,
+            ) -> Result<(), Error> {
+                self.inner.acknowledge(record, kind).await.map_err(failed)
+            }
+
+            /// Sends every acknowledgement decided so far and waits up to `timeout` for
+            /// the per-partition results.
+            pub async fn commit_sync(
+                &self,
+                timeout: ::std::time::Duration,
+            ) -> Result<::kafka_core::share::AckResults, Error> {
+                self.inner.commit_sync(timeout).await.map_err(failed)
+            }
+
+            /// Sends every acknowledgement decided so far; the result comes as a
+            /// `ShareEvent::Committed` from [`ShareConsumer::take_events`].
+            pub async fn commit_async(&self) -> Result<::kafka_core::share::ShareCommitId, Error> {
+                self.inner.commit_async().await.map_err(failed)
+            }
+
+            /// Events since the last call.
+            pub async fn take_events(&self) -> Vec<::kafka_core::share::ShareEvent> {
+                self.inner.take_events().await
+            }
+
+            /// Closes: acknowledgements owed are sent, the sessions closed, the member
+            /// leaves.
+            pub async fn close(&self) -> Result<(), Error> {
+                self.inner.close().await.map_err(failed)
+            }
+        }
+    };
+}

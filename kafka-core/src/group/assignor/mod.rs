@@ -349,4 +349,4 @@ pub(crate) fn use_rack_aware<'a>(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

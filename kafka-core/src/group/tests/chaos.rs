@@ -42,29 +42,21 @@ pub(crate) struct Net {
     resets: u64,
 }
 
-/// splitmix64: small, seedable, good enough to pick delays and schedules.
-pub(crate) struct Rng(u64);
+/// The assignor tests' SplitMix64, with the draws this file needs.
+pub(crate) struct Rng(crate::group::assignor::tests::Rng);
 
 impl Rng {
     pub(crate) fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        Rng(crate::group::assignor::tests::Rng::new(seed))
     }
 
     /// Uniform in `0..=max`.
     pub(crate) fn upto(&mut self, max: u64) -> u64 {
-        self.next() % (max + 1)
+        self.0.below(max as usize + 1) as u64
     }
 
     pub(crate) fn chance(&mut self, one_in: u64) -> bool {
-        self.next() % one_in == 0
+        self.0.below(one_in as usize) == 0
     }
 }
 
