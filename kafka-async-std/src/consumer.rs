@@ -2,50 +2,45 @@
 //! over [`kafka_driver::front::AsyncConsumer`], shared with `kafka-tokio`). It is also a
 //! [`Stream`](futures_lite::Stream) of records.
 
-use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
-use kafka_core::admin::TopicPartition;
 use kafka_core::config::ClientConfig;
-use kafka_core::consumer::{Consumer as CoreConsumer, OffsetAndTimestamp};
+use kafka_core::consumer::Consumer as CoreConsumer;
 use kafka_driver::consumer::ConsumerError;
 pub use kafka_driver::consumer::{ConsumerMetrics, ConsumerRecord};
-use kafka_driver::front::{self, AsyncConsumer};
+use kafka_driver::front;
 
 use crate::{runtime, Error, Spawner, Task};
 
-/// The async consumer of assigned partitions: the driver task fetches ahead (KIP-227
-/// sessions, `fetch.*`, `queued.max.messages.kbytes`); [`Consumer::recv`] hands out
-/// one record, [`Consumer::poll`] up to `max.poll.records`, and as a `Stream` it yields
-/// records until closed. Records are the core's [`ConsumerRecord`]s: key, value and
-/// headers are slices of the fetched buffers, never copied. Cheap to clone (`Send +
-/// Sync`; clones share one queue); when the last clone goes the consumer closes in the
-/// background.
-///
-/// ```no_run
-/// use kafka_async_std::Consumer;
-/// use kafka_core::config::ClientConfig;
-///
-/// smol::block_on(async {
-///     let config = ClientConfig::from_pairs([
-///         ("bootstrap.servers", "127.0.0.1:9092"),
-///         ("auto.offset.reset", "earliest"),
-///     ])?;
-///     let consumer = Consumer::with_spawner(config, |task| smol::spawn(task).detach())?;
-///     consumer.assign([("events", 0), ("events", 1)])?;
-///     let record = consumer.recv().await?;
-///     println!("{}-{}@{}: {:?}", record.topic, record.partition, record.offset, record.value);
-///     consumer.close().await?;
-///     Ok::<(), Box<dyn std::error::Error>>(())
-/// })?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct Consumer {
-    inner: AsyncConsumer,
+kafka_driver::async_consumer! {
+    /// The async consumer of assigned partitions: the driver task fetches ahead (KIP-227
+    /// sessions, `fetch.*`, `queued.max.messages.kbytes`); [`Consumer::recv`] hands out
+    /// one record, [`Consumer::poll`] up to `max.poll.records`, and as a `Stream` it yields
+    /// records until closed. Records are the core's [`ConsumerRecord`]s: key, value and
+    /// headers are slices of the fetched buffers, never copied. Cheap to clone (`Send +
+    /// Sync`; clones share one queue); when the last clone goes the consumer closes in the
+    /// background.
+    ///
+    /// ```no_run
+    /// use kafka_async_std::Consumer;
+    /// use kafka_core::config::ClientConfig;
+    ///
+    /// smol::block_on(async {
+    ///     let config = ClientConfig::from_pairs([
+    ///         ("bootstrap.servers", "127.0.0.1:9092"),
+    ///         ("auto.offset.reset", "earliest"),
+    ///     ])?;
+    ///     let consumer = Consumer::with_spawner(config, |task| smol::spawn(task).detach())?;
+    ///     consumer.assign([("events", 0), ("events", 1)])?;
+    ///     let record = consumer.recv().await?;
+    ///     println!("{}-{}@{}: {:?}", record.topic, record.partition, record.offset, record.value);
+    ///     consumer.close().await?;
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
 }
 
 impl Consumer {
@@ -70,142 +65,6 @@ impl Consumer {
         Ok(Consumer {
             inner: front.start_consumer(&config, consumer),
         })
-    }
-
-    /// The next record, waiting as long as it takes. A partition the core cannot go on
-    /// with is [`Error::Consume`] (once; the other partitions go on).
-    pub async fn recv(&self) -> Result<ConsumerRecord, Error> {
-        self.inner.recv().await.map_err(failed)
-    }
-
-    /// Up to `max.poll.records` records, oldest fetched first, waiting up to `timeout`
-    /// for the first; an empty `Vec` if none came.
-    pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>, Error> {
-        self.inner.poll(timeout).await.map_err(failed)
-    }
-
-    /// Consumes exactly these partitions from now on (Java's `assign`): partitions
-    /// already assigned keep their positions, new ones start from `auto.offset.reset`
-    /// unless sought.
-    pub fn assign<T: AsRef<str>>(
-        &self,
-        partitions: impl IntoIterator<Item = (T, i32)>,
-    ) -> Result<(), Error> {
-        self.inner.assign(partitions).map_err(failed)
-    }
-
-    /// The next record handed out from the partition is at `offset`.
-    pub fn seek(&self, topic: &str, partition: i32, offset: i64) -> Result<(), Error> {
-        self.inner.seek(topic, partition, offset).map_err(failed)
-    }
-
-    /// Moves the position to an offset known to follow a record of leader epoch
-    /// `leader_epoch` (a committed offset's): the position is validated with
-    /// OffsetForLeaderEpoch before fetching from it (KIP-320; Java's
-    /// `seek(partition, OffsetAndMetadata)`). Without an epoch, as [`Consumer::seek`].
-    pub fn seek_with_epoch(
-        &self,
-        topic: &str,
-        partition: i32,
-        offset: i64,
-        leader_epoch: Option<i32>,
-    ) -> Result<(), Error> {
-        self.inner
-            .seek_with_epoch(topic, partition, offset, leader_epoch)
-            .map_err(failed)
-    }
-
-    /// Moves the positions to the log start.
-    pub fn seek_to_beginning<T: AsRef<str>>(
-        &self,
-        partitions: impl IntoIterator<Item = (T, i32)>,
-    ) -> Result<(), Error> {
-        self.inner.seek_to_beginning(partitions).map_err(failed)
-    }
-
-    /// Moves the positions to the log end (the last stable offset under
-    /// read_committed).
-    pub fn seek_to_end<T: AsRef<str>>(
-        &self,
-        partitions: impl IntoIterator<Item = (T, i32)>,
-    ) -> Result<(), Error> {
-        self.inner.seek_to_end(partitions).map_err(failed)
-    }
-
-    /// Hands out nothing more from these partitions until [`Consumer::resume`]; their
-    /// positions stay at the first record not handed out.
-    pub fn pause<T: AsRef<str>>(
-        &self,
-        partitions: impl IntoIterator<Item = (T, i32)>,
-    ) -> Result<(), Error> {
-        self.inner.pause(partitions).map_err(failed)
-    }
-
-    /// Fetches and hands out these partitions again.
-    pub fn resume<T: AsRef<str>>(
-        &self,
-        partitions: impl IntoIterator<Item = (T, i32)>,
-    ) -> Result<(), Error> {
-        self.inner.resume(partitions).map_err(failed)
-    }
-
-    /// The offset of the next record handed out from the partition (`None` while
-    /// unknown, e.g. until a new partition's reset is answered).
-    pub async fn position(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
-        self.inner.position(topic, partition).await.map_err(failed)
-    }
-
-    /// A snapshot of the core consumer's counters.
-    pub async fn metrics(&self) -> Result<ConsumerMetrics, Error> {
-        self.inner.metrics().await.map_err(failed)
-    }
-
-    /// The log start offsets of `partitions` (any partitions, assigned or not), within
-    /// `timeout` (Java's `beginningOffsets`).
-    pub async fn beginning_offsets<T: AsRef<str>>(
-        &self,
-        partitions: impl IntoIterator<Item = (T, i32)>,
-        timeout: Duration,
-    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
-        let call = self.inner.beginning_offsets(partitions, timeout);
-        call.await.map_err(Error::Lookup)
-    }
-
-    /// The end offsets of `partitions`: the high watermark, or the last stable offset
-    /// under read_committed (Java's `endOffsets`).
-    pub async fn end_offsets<T: AsRef<str>>(
-        &self,
-        partitions: impl IntoIterator<Item = (T, i32)>,
-        timeout: Duration,
-    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
-        let call = self.inner.end_offsets(partitions, timeout);
-        call.await.map_err(Error::Lookup)
-    }
-
-    /// Per partition, the first record whose timestamp is at or after a time (ms since
-    /// the epoch); `None` where no record is that recent (Java's `offsetsForTimes`).
-    pub async fn offsets_for_times<T: AsRef<str>>(
-        &self,
-        times: impl IntoIterator<Item = ((T, i32), i64)>,
-        timeout: Duration,
-    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndTimestamp>>, Error> {
-        let call = self.inner.offsets_for_times(times, timeout);
-        call.await.map_err(Error::Lookup)
-    }
-
-    /// Closes: takers get [`Error::Closed`] from now on; resolves with the final
-    /// counters once the core consumer stopped.
-    pub async fn close(&self) -> Result<ConsumerMetrics, Error> {
-        self.inner.close().await.map_err(failed)
-    }
-}
-
-pub(crate) fn failed(e: ConsumerError) -> Error {
-    match e {
-        ConsumerError::Consume(e) => Error::Consume(e),
-        ConsumerError::Group(e) => Error::Group(e),
-        ConsumerError::Closed => Error::Closed,
-        _ => Error::DriverGone,
     }
 }
 

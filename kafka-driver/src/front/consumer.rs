@@ -270,3 +270,157 @@ impl std::fmt::Debug for AsyncConsumer {
 async fn recv<T>(mut rx: Receiver<T>) -> Option<T> {
     poll_fn(|cx| rx.poll_recv(cx)).await
 }
+
+/// An async adapter's `Consumer` (tokio, async-std): the struct (with the doc comment and
+/// attributes given) over an [`AsyncConsumer`], every method, and the crate-private
+/// `failed(ConsumerError) -> Error` the adapter's other faces map errors with (its `Error`
+/// needs `Consume`, `Group`, `Closed`, `DriverGone` and `Lookup`). The adapter writes only
+/// its constructors (building `Consumer { inner }`) and its `Stream` impl.
+#[macro_export]
+macro_rules! async_consumer {
+    ($(#[$meta:meta])*) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug)]
+        pub struct Consumer {
+            inner: $crate::front::AsyncConsumer,
+        }
+
+        impl Consumer {
+        /// The next record, waiting as long as it takes. A partition the core cannot go on
+        /// with is [`Error::Consume`] (once; the other partitions go on).
+        pub async fn recv(&self) -> Result<$crate::consumer::ConsumerRecord, Error> {
+            self.inner.recv().await.map_err(failed)
+        }
+
+        /// Up to `max.poll.records` records, oldest fetched first, waiting up to `timeout`
+        /// for the first; an empty `Vec` if none came.
+        pub async fn poll(&self, timeout: ::std::time::Duration) -> Result<Vec<$crate::consumer::ConsumerRecord>, Error> {
+            self.inner.poll(timeout).await.map_err(failed)
+        }
+
+        /// Consumes exactly these partitions from now on (Java's `assign`): partitions
+        /// already assigned keep their positions, new ones start from `auto.offset.reset`
+        /// unless sought.
+        pub fn assign<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+        ) -> Result<(), Error> {
+            self.inner.assign(partitions).map_err(failed)
+        }
+
+        /// The next record handed out from the partition is at `offset`.
+        pub fn seek(&self, topic: &str, partition: i32, offset: i64) -> Result<(), Error> {
+            self.inner.seek(topic, partition, offset).map_err(failed)
+        }
+
+        /// Moves the position to an offset known to follow a record of leader epoch
+        /// `leader_epoch` (a committed offset's): the position is validated with
+        /// OffsetForLeaderEpoch before fetching from it (KIP-320; Java's
+        /// `seek(partition, OffsetAndMetadata)`). Without an epoch, as [`Consumer::seek`].
+        pub fn seek_with_epoch(
+            &self,
+            topic: &str,
+            partition: i32,
+            offset: i64,
+            leader_epoch: Option<i32>,
+        ) -> Result<(), Error> {
+            self.inner
+                .seek_with_epoch(topic, partition, offset, leader_epoch)
+                .map_err(failed)
+        }
+
+        /// Moves the positions to the log start.
+        pub fn seek_to_beginning<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+        ) -> Result<(), Error> {
+            self.inner.seek_to_beginning(partitions).map_err(failed)
+        }
+
+        /// Moves the positions to the log end (the last stable offset under
+        /// read_committed).
+        pub fn seek_to_end<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+        ) -> Result<(), Error> {
+            self.inner.seek_to_end(partitions).map_err(failed)
+        }
+
+        /// Hands out nothing more from these partitions until [`Consumer::resume`]; their
+        /// positions stay at the first record not handed out.
+        pub fn pause<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+        ) -> Result<(), Error> {
+            self.inner.pause(partitions).map_err(failed)
+        }
+
+        /// Fetches and hands out these partitions again.
+        pub fn resume<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+        ) -> Result<(), Error> {
+            self.inner.resume(partitions).map_err(failed)
+        }
+
+        /// The offset of the next record handed out from the partition (`None` while
+        /// unknown, e.g. until a new partition's reset is answered).
+        pub async fn position(&self, topic: &str, partition: i32) -> Result<Option<i64>, Error> {
+            self.inner.position(topic, partition).await.map_err(failed)
+        }
+
+        /// A snapshot of the core consumer's counters.
+        pub async fn metrics(&self) -> Result<$crate::consumer::ConsumerMetrics, Error> {
+            self.inner.metrics().await.map_err(failed)
+        }
+
+        /// The log start offsets of `partitions` (any partitions, assigned or not), within
+        /// `timeout` (Java's `beginningOffsets`).
+        pub async fn beginning_offsets<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+            timeout: ::std::time::Duration,
+        ) -> Result<::std::collections::BTreeMap<::kafka_core::admin::TopicPartition, i64>, Error> {
+            let call = self.inner.beginning_offsets(partitions, timeout);
+            call.await.map_err(Error::Lookup)
+        }
+
+        /// The end offsets of `partitions`: the high watermark, or the last stable offset
+        /// under read_committed (Java's `endOffsets`).
+        pub async fn end_offsets<T: AsRef<str>>(
+            &self,
+            partitions: impl IntoIterator<Item = (T, i32)>,
+            timeout: ::std::time::Duration,
+        ) -> Result<::std::collections::BTreeMap<::kafka_core::admin::TopicPartition, i64>, Error> {
+            let call = self.inner.end_offsets(partitions, timeout);
+            call.await.map_err(Error::Lookup)
+        }
+
+        /// Per partition, the first record whose timestamp is at or after a time (ms since
+        /// the epoch); `None` where no record is that recent (Java's `offsetsForTimes`).
+        pub async fn offsets_for_times<T: AsRef<str>>(
+            &self,
+            times: impl IntoIterator<Item = ((T, i32), i64)>,
+            timeout: ::std::time::Duration,
+        ) -> Result<::std::collections::BTreeMap<::kafka_core::admin::TopicPartition, Option<::kafka_core::consumer::OffsetAndTimestamp>>, Error> {
+            let call = self.inner.offsets_for_times(times, timeout);
+            call.await.map_err(Error::Lookup)
+        }
+
+        /// Closes: takers get [`Error::Closed`] from now on; resolves with the final
+        /// counters once the core consumer stopped.
+        pub async fn close(&self) -> Result<$crate::consumer::ConsumerMetrics, Error> {
+            self.inner.close().await.map_err(failed)
+        }
+        }
+
+        pub(crate) fn failed(e: $crate::consumer::ConsumerError) -> Error {
+            match e {
+                $crate::consumer::ConsumerError::Consume(e) => Error::Consume(e),
+                $crate::consumer::ConsumerError::Group(e) => Error::Group(e),
+                $crate::consumer::ConsumerError::Closed => Error::Closed,
+                _ => Error::DriverGone,
+            }
+        }
+    };
+}
