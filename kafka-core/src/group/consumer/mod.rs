@@ -290,33 +290,55 @@ impl GroupConsumer {
         self.fetcher.metrics()
     }
 
+    /// Every partition announced with `Assigned` and not taken back: owned ones and the
+    /// ones whose committed offsets are still being looked up.
+    fn assigned(&self) -> BTreeSet<TopicPartition> {
+        let mut all = self.owned.clone();
+        if let Some(f) = &self.fetching {
+            all.extend(f.partitions.iter().cloned());
+        }
+        all
+    }
+
     fn on_member_events(&mut self, cx: &mut OpContext<'_>) {
         let events = std::mem::take(&mut self.member_events);
         for e in events {
             match e {
                 MemberEvent::Revoke { lost: true } => {
-                    if !self.owned.is_empty() {
+                    let all = self.assigned();
+                    if !all.is_empty() {
                         self.events
-                            .push_back(GroupEvent::Lost(self.owned.iter().cloned().collect()));
+                            .push_back(GroupEvent::Lost(all.into_iter().collect()));
                     }
                     self.give_up_all(cx);
                 }
                 MemberEvent::Revoke { lost: false } => {
-                    self.start_revocation(cx, self.owned.clone(), RebalanceProtocol::Eager);
-                }
-                MemberEvent::Assigned { partitions, .. } => {
-                    let revoked: BTreeSet<_> =
-                        self.owned.difference(&partitions).cloned().collect();
-                    let added: BTreeSet<_> = partitions.difference(&self.owned).cloned().collect();
-                    if !revoked.is_empty() {
-                        self.start_revocation(cx, revoked, RebalanceProtocol::Cooperative);
-                    }
+                    // Eager: everything assigned goes, partitions whose committed offsets
+                    // are still being looked up too (the member joins as owning nothing).
+                    let all = self.assigned();
                     if let Some(f) = self.fetching.take() {
                         f.cancel(cx);
                     }
+                    self.start_revocation(cx, all, RebalanceProtocol::Eager);
+                }
+                MemberEvent::Assigned { partitions, .. } => {
+                    // Against everything announced so far: a partition still being taken
+                    // over (its committed offset looked up) that the new assignment drops
+                    // is revoked like an owned one.
+                    let before = self.assigned();
+                    let revoked: BTreeSet<_> = before.difference(&partitions).cloned().collect();
+                    let announced: Vec<_> = partitions.difference(&before).cloned().collect();
+                    let added: BTreeSet<_> = partitions.difference(&self.owned).cloned().collect();
+                    if let Some(f) = self.fetching.take() {
+                        f.cancel(cx);
+                    }
+                    if !revoked.is_empty() {
+                        self.start_revocation(cx, revoked, RebalanceProtocol::Cooperative);
+                    }
+                    if !announced.is_empty() {
+                        self.events.push_back(GroupEvent::Assigned(announced));
+                    }
                     if !added.is_empty() {
-                        self.events
-                            .push_back(GroupEvent::Assigned(added.iter().cloned().collect()));
                         let group = self.member.group().to_string();
                         self.fetching = Some(Fetching::start(cx, &group, added));
                     }
@@ -350,10 +372,7 @@ impl Operation for GroupConsumer {
             self.check_poll_interval(cx);
             self.finish_revocation(cx);
             self.match_pattern(cx);
-            let mut owned = self.owned.clone();
-            if let Some(f) = &self.fetching {
-                owned.extend(f.partitions.iter().cloned());
-            }
+            let owned = self.assigned();
             let busy = self.revoking.is_some() || self.fetching.is_some();
             self.member
                 .poll(cx, &self.topics, &owned, busy, &mut self.member_events);
@@ -385,10 +404,6 @@ impl GroupConsumer {
             // Its last commit is done; it hands nothing out any more.
             return BTreeSet::new();
         }
-        let mut held = self.owned.clone();
-        if let Some(f) = &self.fetching {
-            held.extend(f.partitions.iter().cloned());
-        }
-        held
+        self.assigned()
     }
 }

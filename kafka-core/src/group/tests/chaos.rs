@@ -262,8 +262,34 @@ fn run(seed: u64, protocol: &'static str, stats: &mut Stats) {
     let mut c = None;
     let end = 14_000;
     let mut shown = [0usize; 3];
+    let mut last_state = String::new();
+    let mut last_member: Vec<String> = Vec::new();
     for ms in 0..end {
         if trace {
+            let c = &w.coordinator;
+            let state = format!(
+                "{:?} gen {} members {:?}",
+                c.state,
+                c.generation,
+                c.members.keys().collect::<Vec<_>>()
+            );
+            if state != last_state {
+                eprintln!("{ms:>6} coordinator: {state}");
+                last_state = state;
+            }
+            for i in 0..w.nodes.len() {
+                let now = w.now;
+                let n = &mut w.nodes[i];
+                let d = n
+                    .client
+                    .command(now, n.id, |g, _| format!("{g:?} held {:?}", g.held()))
+                    .unwrap_or_default();
+                if last_member.get(i) != Some(&d) {
+                    eprintln!("{ms:>6} member {i}: {d}");
+                    last_member.resize(w.nodes.len(), String::new());
+                    last_member[i] = d;
+                }
+            }
             for (i, n) in w.nodes.iter().enumerate() {
                 for e in &n.events[shown[i]..] {
                     if !matches!(e, GroupEvent::Committed { result: Ok(()), .. }) {
