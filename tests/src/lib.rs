@@ -4,6 +4,7 @@
 
 pub mod admin_suite;
 pub mod consumer_suite;
+pub mod event_log;
 pub mod fake_broker;
 pub mod fault_proxy;
 pub mod group_suite;
