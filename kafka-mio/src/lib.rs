@@ -55,6 +55,7 @@ mod consumer;
 mod driver;
 mod group;
 mod producer;
+mod share;
 mod socket;
 
 use std::time::Duration;
@@ -65,9 +66,16 @@ pub use driver::Driver;
 pub use group::GroupConsumerView;
 pub use kafka_core::client::OpId;
 pub use kafka_core::client::Operation;
+/// The share consumer types: [`ShareConsumer`] is the core machine a
+/// [`ShareConsumerView`] drives (`OpId<ShareConsumer>` from
+/// [`Driver::start_share_consumer`]).
+pub use kafka_core::share::{
+    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError, ShareEvent, ShareRecord,
+};
 /// The mio version the driver registers with (use it for the `Poll` you hand over).
 pub use mio;
 pub use producer::ProducerView;
+pub use share::ShareConsumerView;
 
 /// Why a driver or admin client could not be created.
 #[derive(Debug, thiserror::Error)]

@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kafka_blocking::{AcknowledgeType, ShareConsumer, ShareRecord};
+use kafka_blocking::{AcknowledgeType, ShareConsumer};
 use kafka_core::config::ClientConfig;
-use share_common::{earliest, topic_with_records, unique};
+use share_common::{earliest, topic_with_records, unique, value};
 
 mod share_common;
 
@@ -28,13 +28,6 @@ fn consumer(addr: &str, group: &str, extra: &[(&str, &str)]) -> ShareConsumer {
     ];
     pairs.extend_from_slice(extra);
     ShareConsumer::new(ClientConfig::from_pairs(pairs).expect("config")).expect("share consumer")
-}
-
-fn value(r: &ShareRecord) -> u64 {
-    std::str::from_utf8(r.value.as_deref().expect("value"))
-        .expect("utf8")
-        .parse()
-        .expect("number")
 }
 
 #[test]

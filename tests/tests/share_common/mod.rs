@@ -1,5 +1,8 @@
 //! Helpers of the share consumer tests: unique names, a topic with records, a share
-//! group set to start at the earliest offset.
+//! group set to start at the earliest offset, a record's value as its number.
+
+// Each test file that includes this module uses only some of it.
+#![allow(dead_code)]
 
 use kafka_blocking::{Admin, BlockingClient, Producer, Record};
 use kafka_core::admin::{AlterConfigOp, ConfigResource, IncrementalAlterConfigs};
@@ -7,6 +10,7 @@ use kafka_core::cluster::Route;
 use kafka_core::config::ClientConfig;
 use kafka_core::protocol::messages::create_topics::request::CreatableTopic;
 use kafka_core::protocol::messages::create_topics::CreateTopicsRequest;
+use kafka_core::share::ShareRecord;
 
 pub(crate) fn unique(prefix: &str) -> String {
     let ms = std::time::SystemTime::now()
@@ -60,4 +64,12 @@ pub(crate) fn earliest(addr: &str, group: &str) {
         )]))
         .expect("alter group config");
     assert!(r[&resource].is_ok(), "{r:?}");
+}
+
+/// The number a record of [`topic_with_records`] holds as its value.
+pub(crate) fn value(r: &ShareRecord) -> u64 {
+    std::str::from_utf8(r.value.as_deref().expect("value"))
+        .expect("utf8")
+        .parse()
+        .expect("number")
 }
