@@ -59,7 +59,8 @@ pub use kafka_driver::{HubStats, Notice};
 pub use pipeline::TxnPipeline;
 pub use producer::{DeliveryFuture, Producer, Record, RecordMetadata};
 pub use share::{
-    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError, ShareEvent, ShareRecord,
+    AckCompletion, AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError,
+    ShareEvent, ShareRecord,
 };
 
 /// Runs [`Task`]s to completion in the background, on any executor.

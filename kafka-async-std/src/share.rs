@@ -6,7 +6,7 @@ use std::sync::Arc;
 use kafka_core::config::ClientConfig;
 use kafka_core::share::ShareConsumer as CoreShare;
 pub use kafka_core::share::{
-    AckResults, AcknowledgeType, ShareCommitId, ShareError, ShareEvent, ShareRecord,
+    AckCompletion, AckResults, AcknowledgeType, ShareCommitId, ShareError, ShareEvent, ShareRecord,
 };
 use kafka_driver::front;
 

@@ -52,7 +52,8 @@ pub use kafka_driver::{HubStats, Notice};
 pub use pipeline::TxnPipeline;
 pub use producer::{Delivery, Producer, Record, RecordMetadata};
 pub use share::{
-    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError, ShareEvent, ShareRecord,
+    AckCompletion, AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError,
+    ShareEvent, ShareRecord,
 };
 
 use driver::{Command, Msg};

@@ -11,10 +11,14 @@ use kafka_core::client::{OpContext, OpId};
 use kafka_core::config::ClientConfig;
 use kafka_core::share::ShareConsumer as CoreShare;
 pub use kafka_core::share::{
-    AckResults, AcknowledgeType, ShareCommitId, ShareError, ShareEvent, ShareRecord,
+    AckCompletion, AckResults, AcknowledgeType, ShareCommitId, ShareError, ShareEvent, ShareRecord,
 };
 
 use crate::{BlockingClient, Error};
+
+/// The acknowledgement commit callback (see
+/// [`ShareConsumer::set_acknowledgement_commit_callback`]).
+type AckCallback = Box<dyn FnMut(&AckCompletion) + Send>;
 
 /// What the driver thread signals: the machine has news, or finished.
 #[derive(Default)]
@@ -60,12 +64,17 @@ impl Signal {
 /// accept/release/reject). [`commit_sync`] sends what was decided at once and waits for
 /// the per-partition results; otherwise acknowledgements ride on the next fetch.
 /// [`close`] accepts (implicit) or releases (explicit) what was not acknowledged,
-/// releases what was fetched but not handed out, and leaves the group.
+/// releases what was fetched but not handed out, and leaves the group. In explicit mode
+/// a poll is refused ([`ShareError::Unacknowledged`]) while records the previous polls
+/// returned are not all acknowledged. Completed acknowledgements, with their offsets and
+/// outcome, go to the callback set with [`set_acknowledgement_commit_callback`] (or are
+/// [`ShareEvent::Acknowledged`] events without one).
 ///
 /// [`poll`]: ShareConsumer::poll
 /// [`acknowledge`]: ShareConsumer::acknowledge
 /// [`commit_sync`]: ShareConsumer::commit_sync
 /// [`close`]: ShareConsumer::close
+/// [`set_acknowledgement_commit_callback`]: ShareConsumer::set_acknowledgement_commit_callback
 ///
 /// ```no_run
 /// use kafka_blocking::ShareConsumer;
@@ -94,6 +103,8 @@ pub struct ShareConsumer {
     committed: Mutex<BTreeMap<ShareCommitId, AckResults>>,
     /// Events for the application ([`ShareConsumer::take_events`]).
     events: Mutex<Vec<ShareEvent>>,
+    /// Told of completed acknowledgements on the application's thread.
+    callback: Mutex<Option<AckCallback>>,
     close_timeout: Duration,
     closed: Mutex<bool>,
 }
@@ -126,6 +137,7 @@ impl ShareConsumer {
             signal,
             committed: Mutex::default(),
             events: Mutex::default(),
+            callback: Mutex::default(),
             close_timeout,
             closed: Mutex::new(false),
         })
@@ -141,8 +153,25 @@ impl ShareConsumer {
         self.command(move |s, cx| s.subscribe(cx, topics))
     }
 
+    /// Sets the acknowledgement commit callback (Java's `AcknowledgementCommitCallback`):
+    /// called on the application's thread, inside [`poll`](ShareConsumer::poll),
+    /// [`commit_sync`](ShareConsumer::commit_sync),
+    /// [`take_events`](ShareConsumer::take_events) and [`close`](ShareConsumer::close),
+    /// once per partition and outcome of acknowledgements that completed (riding on a
+    /// fetch, on a commit or on the close), with the offsets of the records it was handed.
+    /// Those completions are then no [`ShareEvent::Acknowledged`] events. Calls the
+    /// callback makes on this consumer see no completions of their own.
+    pub fn set_acknowledgement_commit_callback(
+        &self,
+        callback: impl FnMut(&AckCompletion) + Send + 'static,
+    ) {
+        *self.callback.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(callback));
+    }
+
     /// Waits up to `timeout` for records; returns at once when some are there. In
-    /// implicit mode, the records the previous poll returned are accepted first.
+    /// implicit mode, the records the previous poll returned are accepted first. In
+    /// explicit mode, refused with [`ShareError::Unacknowledged`] (nothing handed out,
+    /// nothing lost) while records returned before are not all acknowledged.
     pub fn poll(&self, timeout: Duration) -> Result<Vec<ShareRecord>, Error> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -152,10 +181,10 @@ impl ShareConsumer {
             }
             let records = self.command(|s, cx| {
                 let mut out = Vec::new();
-                s.poll(cx, &mut out);
-                out
+                s.poll(cx, &mut out).map(|_| out)
             })?;
             self.take_core_events()?;
+            let records = records.map_err(Error::Share)?;
             if !records.is_empty() || Instant::now() >= deadline {
                 return Ok(records);
             }
@@ -203,7 +232,7 @@ impl ShareConsumer {
     }
 
     /// Events since the last call: assignments, results of `commit_async`, failed
-    /// acknowledgements, fencing.
+    /// acknowledgements, completed ones (without a callback), fencing.
     pub fn take_events(&self) -> Vec<ShareEvent> {
         let _ = self.take_core_events();
         let mut committed = self.committed.lock().unwrap_or_else(|e| e.into_inner());
@@ -243,6 +272,9 @@ impl ShareConsumer {
         loop {
             let (seen, done) = self.signal.seen();
             if done {
+                // The machine's last events: the close's acknowledgements and commits.
+                let last = self.client.ask(move |hub, _| hub.core.take_op_output(id))?;
+                let _ = self.absorb(last.unwrap_or_default());
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -274,6 +306,12 @@ impl ShareConsumer {
         let Ok(events) = events else {
             return Ok(());
         };
+        self.absorb(events)
+    }
+
+    /// Files events: commit results by id, completions to the callback, the rest for
+    /// [`ShareConsumer::take_events`]; a failed member is an error.
+    fn absorb(&self, events: Vec<ShareEvent>) -> Result<(), Error> {
         let mut failed = None;
         for e in events {
             match e {
@@ -286,6 +324,23 @@ impl ShareConsumer {
                 ShareEvent::Failed(err) => {
                     failed = Some(err.clone());
                     self.push_event(ShareEvent::Failed(err));
+                }
+                ShareEvent::Acknowledged(completions) => {
+                    // Taken out while it runs: a call it makes on this consumer files
+                    // its completions as events instead of deadlocking.
+                    let taken = self
+                        .callback
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    match taken {
+                        Some(mut callback) => {
+                            completions.iter().for_each(&mut callback);
+                            let mut slot = self.callback.lock().unwrap_or_else(|e| e.into_inner());
+                            slot.get_or_insert(callback);
+                        }
+                        None => self.push_event(ShareEvent::Acknowledged(completions)),
+                    }
                 }
                 other => self.push_event(other),
             }

@@ -54,9 +54,11 @@ impl ShareConsumerView<'_> {
 
     /// Appends up to `max.poll.records` records with their delivery counts to `out` and
     /// returns how many. In implicit mode, what the previous poll handed out is accepted
-    /// first.
-    pub fn poll(&mut self, out: &mut Vec<ShareRecord>) -> usize {
-        self.command(|s, cx| s.poll(cx, out)).unwrap_or(0)
+    /// first; in explicit mode, refused with `ShareError::Unacknowledged` while records
+    /// handed out before await an acknowledgement. `ShareError::Closed` if not running.
+    pub fn poll(&mut self, out: &mut Vec<ShareRecord>) -> Result<usize, ShareError> {
+        self.command(|s, cx| s.poll(cx, out))
+            .unwrap_or(Err(ShareError::Closed))
     }
 
     /// Acknowledges a record [`ShareConsumerView::poll`] handed out (explicit mode):

@@ -56,7 +56,8 @@ pub use kafka_driver::{HubStats, Notice};
 pub use pipeline::TxnPipeline;
 pub use producer::{DeliveryFuture, Producer, Record, RecordMetadata};
 pub use share::{
-    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError, ShareEvent, ShareRecord,
+    AckCompletion, AckResults, AcknowledgeType, ShareCommitId, ShareConsumer, ShareError,
+    ShareEvent, ShareRecord,
 };
 use tokio::runtime::Handle;
 

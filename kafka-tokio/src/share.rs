@@ -4,7 +4,7 @@
 use kafka_core::config::ClientConfig;
 use kafka_core::share::ShareConsumer as CoreShare;
 pub use kafka_core::share::{
-    AckResults, AcknowledgeType, ShareCommitId, ShareError, ShareEvent, ShareRecord,
+    AckCompletion, AckResults, AcknowledgeType, ShareCommitId, ShareError, ShareEvent, ShareRecord,
 };
 use kafka_driver::front;
 use tokio::runtime::Handle;

@@ -1,7 +1,9 @@
 //! The blocking share consumer (KIP-932) on the real broker: three members of one share
 //! group split a topic's records, each record handed to exactly one and accepted (a
 //! fresh member afterwards gets nothing); explicit acknowledgement: a released record
-//! comes back with delivery count 2, a rejected one never.
+//! comes back with delivery count 2, a rejected one never; explicit mode refuses a poll
+//! while records are unacknowledged, and the acknowledgement commit callback sees the
+//! accepted offsets on the application's thread.
 //!
 //! The rig's Kafka 4.3 finalizes `share.version` 1; a share group starts at the latest
 //! offset unless its `share.auto.offset.reset` group config says `earliest`, which these
@@ -11,7 +13,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kafka_blocking::{AcknowledgeType, ShareConsumer};
+use kafka_blocking::{AckCompletion, AcknowledgeType, Error, ShareConsumer, ShareError};
 use kafka_core::config::ClientConfig;
 use share_common::{earliest, topic_with_records, unique, value};
 
@@ -150,5 +152,77 @@ fn explicit_release_is_redelivered_with_count_two_and_reject_never() {
             got.iter().map(|r| r.offset).collect::<Vec<_>>()
         );
     }
+    c.close().expect("close");
+}
+
+#[test]
+fn explicit_mode_refuses_a_poll_while_unacknowledged_and_the_callback_sees_accepted_offsets() {
+    let Some(addr) = kafka_tests::broker_or_skip("share_blocking real broker") else {
+        return;
+    };
+    const N: i64 = 6;
+    let group = unique("share-cb");
+    earliest(&addr, &group);
+    let topic = topic_with_records(&addr, 1, N as u64);
+    let c = consumer(&addr, &group, &[("share.acknowledgement.mode", "explicit")]);
+    let seen: Arc<Mutex<Vec<(AckCompletion, std::thread::ThreadId)>>> = Arc::default();
+    let theirs = seen.clone();
+    c.set_acknowledgement_commit_callback(move |done| {
+        let me = std::thread::current().id();
+        theirs.lock().unwrap().push((done.clone(), me));
+    });
+    c.subscribe([topic.as_str()]).expect("subscribe");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut got = Vec::new();
+    while got.is_empty() {
+        assert!(Instant::now() < deadline, "no records");
+        got = c.poll(Duration::from_millis(500)).expect("poll");
+    }
+    let mut all: Vec<i64> = got.iter().map(|r| r.offset).collect();
+    // Refused while any record of that poll awaits an acknowledgement.
+    match c.poll(Duration::from_millis(200)) {
+        Err(Error::Share(ShareError::Unacknowledged { count })) => assert_eq!(count, got.len()),
+        other => panic!("not refused: {other:?}"),
+    }
+    let (last, rest) = got.split_last().expect("records");
+    for r in rest {
+        c.acknowledge(r, AcknowledgeType::Accept).expect("accept");
+    }
+    match c.poll(Duration::from_millis(200)) {
+        Err(Error::Share(ShareError::Unacknowledged { count })) => assert_eq!(count, 1),
+        other => panic!("not refused: {other:?}"),
+    }
+    c.acknowledge(last, AcknowledgeType::Accept)
+        .expect("accept");
+    // Acknowledged: polls work again and hand out whatever else is waiting.
+    while (all.len() as i64) < N {
+        assert!(Instant::now() < deadline, "only {all:?}");
+        let more = c
+            .poll(Duration::from_millis(500))
+            .expect("poll after acknowledging");
+        for r in &more {
+            c.acknowledge(r, AcknowledgeType::Accept).expect("accept");
+        }
+        all.extend(more.iter().map(|r| r.offset));
+    }
+    all.sort_unstable();
+    assert_eq!(all, (0..N).collect::<Vec<_>>(), "every record once");
+    let results = c.commit_sync(Duration::from_secs(30)).expect("commit_sync");
+    assert!(results.values().all(Result::is_ok), "{results:?}");
+
+    let seen = seen.lock().unwrap().clone();
+    let me = std::thread::current().id();
+    assert!(
+        seen.iter().all(|(_, t)| *t == me),
+        "on the application's thread"
+    );
+    assert!(seen.iter().all(|(c, _)| c.result.is_ok()), "{seen:?}");
+    let mut accepted: Vec<i64> = seen.iter().flat_map(|(c, _)| c.iter_offsets()).collect();
+    accepted.sort_unstable();
+    assert_eq!(accepted, (0..N).collect::<Vec<_>>(), "{seen:?}");
+    assert!(c
+        .take_events()
+        .iter()
+        .all(|e| !matches!(e, kafka_blocking::ShareEvent::Acknowledged(_))));
     c.close().expect("close");
 }

@@ -109,7 +109,11 @@ impl Loop {
         let member = &mut self.members[m];
         let mut out = Vec::new();
         if std::mem::take(&mut member.notified) {
-            member.driver.share_consumer(member.id).poll(&mut out);
+            member
+                .driver
+                .share_consumer(member.id)
+                .poll(&mut out)
+                .expect("poll");
         }
         out
     }

@@ -41,6 +41,9 @@ pub(crate) struct AckRange {
     pub(crate) first: i64,
     pub(crate) last: i64,
     pub(crate) kind: AcknowledgeType,
+    /// The records were handed to the application (reported when completed); `false`
+    /// for gaps and releases of records never handed out.
+    pub(crate) handed: bool,
 }
 
 /// Acknowledgements decided and not sent, per partition.
@@ -77,8 +80,21 @@ impl Acks {
         if set.is_empty() {
             self.handed.remove(tp);
         }
-        self.add(tp, offset, offset, kind);
+        self.add_range(
+            tp,
+            AckRange {
+                first: offset,
+                last: offset,
+                kind,
+                handed: true,
+            },
+        );
         true
+    }
+
+    /// How many handed-out records await an acknowledgement.
+    pub(crate) fn unacknowledged(&self) -> usize {
+        self.handed.values().map(BTreeSet::len).sum()
     }
 
     /// Every handed-out record not acknowledged yet gets `kind` (implicit acceptance,
@@ -86,12 +102,20 @@ impl Acks {
     pub(crate) fn settle_handed(&mut self, kind: AcknowledgeType) {
         for (tp, offsets) in std::mem::take(&mut self.handed) {
             for o in offsets {
-                self.add(&tp, o, o, kind);
+                self.add_range(
+                    &tp,
+                    AckRange {
+                        first: o,
+                        last: o,
+                        kind,
+                        handed: true,
+                    },
+                );
             }
         }
     }
 
-    /// Adds a decided range.
+    /// Adds a decided range of records never handed out (gaps, releases).
     pub(crate) fn add(
         &mut self,
         tp: &TopicPartition,
@@ -99,13 +123,22 @@ impl Acks {
         last: i64,
         kind: AcknowledgeType,
     ) {
-        if last < first {
+        self.add_range(
+            tp,
+            AckRange {
+                first,
+                last,
+                kind,
+                handed: false,
+            },
+        );
+    }
+
+    fn add_range(&mut self, tp: &TopicPartition, r: AckRange) {
+        if r.last < r.first {
             return;
         }
-        self.pending
-            .entry(tp.clone())
-            .or_default()
-            .push(AckRange { first, last, kind });
+        self.pending.entry(tp.clone()).or_default().push(r);
     }
 
     /// Takes the decided acknowledgements of the partitions `which` accepts.
@@ -176,7 +209,12 @@ mod tests {
     use super::*;
 
     fn r(first: i64, last: i64, kind: AcknowledgeType) -> AckRange {
-        AckRange { first, last, kind }
+        AckRange {
+            first,
+            last,
+            kind,
+            handed: true,
+        }
     }
 
     #[test]

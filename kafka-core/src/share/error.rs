@@ -22,6 +22,14 @@ pub enum ShareError {
         /// Offset.
         offset: i64,
     },
+    /// A poll in `explicit` mode while records handed out before are not all
+    /// acknowledged (Java throws `IllegalStateException`). Nothing was handed out or
+    /// lost: acknowledge them, then poll again.
+    #[error("{count} records handed out are not acknowledged yet (explicit mode)")]
+    Unacknowledged {
+        /// How many records await an acknowledgement.
+        count: usize,
+    },
     /// `acknowledge` was called in `implicit` acknowledgement mode.
     #[error("acknowledge needs share.acknowledgement.mode=explicit")]
     ImplicitMode,

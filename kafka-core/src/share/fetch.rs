@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::acks::{batches, Acks, Pending};
+use super::acks::{batches, AckRange, Acks, Pending};
 use super::ShareError;
 use crate::client::{OpContext, RequestId, RequestOptions};
 use crate::cluster::Route;
@@ -46,8 +46,8 @@ pub(crate) struct Fetched {
     pub(crate) delivered: Vec<i64>,
 }
 
-/// The outcome of acknowledgements for one partition.
-pub(crate) type AckOutcome = (TopicPartition, Result<(), ShareError>);
+/// The outcome of acknowledgements for one partition: the ranges sent and the result.
+pub(crate) type AckOutcome = (TopicPartition, Vec<AckRange>, Result<(), ShareError>);
 
 enum Kind {
     Fetch(RequestId<ShareFetchRequest>),
@@ -146,6 +146,20 @@ impl Sessions {
             .flat_map(|f| f.sent.keys())
     }
 
+    /// Gives up on every request in flight (the machine finishes): the acknowledgements
+    /// they carried, whose outcome is now unknown.
+    pub(crate) fn abandon(&mut self) -> Pending {
+        let mut out = Pending::new();
+        for s in self.nodes.values_mut() {
+            if let Some(f) = s.in_flight.take() {
+                for (tp, r) in f.sent {
+                    out.entry(tp).or_default().extend(r);
+                }
+            }
+        }
+        out
+    }
+
     /// Nodes with sessions or requests.
     pub(crate) fn nodes(&self) -> Vec<i32> {
         self.nodes.keys().copied().collect()
@@ -199,7 +213,7 @@ impl Sessions {
                 s.not_before = Some(cx.now() + cx.retry_backoff(s.attempts));
                 if f.epoch == FINAL {
                     s.closed = true;
-                    outcomes.extend(f.sent.into_keys().map(|tp| (tp, Err(e.clone()))));
+                    outcomes.extend(f.sent.into_iter().map(|(tp, r)| (tp, r, Err(e.clone()))));
                 } else {
                     // Not read by the broker: they go with a later request.
                     acks.restore(f.sent);
@@ -229,9 +243,9 @@ impl Sessions {
                         };
                         for p in t.partitions {
                             let tp = (name.clone(), p.partition_index);
-                            if sent.remove(&tp).is_some() {
+                            if let Some(ranges) = sent.remove(&tp) {
                                 let code = KafkaCode(p.acknowledge_error_code);
-                                outcomes.push((tp.clone(), result(&tp, code)));
+                                outcomes.push((tp.clone(), ranges, result(&tp, code)));
                             }
                             let code = KafkaCode(p.error_code);
                             if code != KafkaCode::NONE {
@@ -275,8 +289,9 @@ impl Sessions {
                         };
                         for p in t.partitions {
                             let tp = (name.clone(), p.partition_index);
-                            if sent.remove(&tp).is_some() {
-                                outcomes.push((tp.clone(), result(&tp, KafkaCode(p.error_code))));
+                            if let Some(ranges) = sent.remove(&tp) {
+                                let r = result(&tp, KafkaCode(p.error_code));
+                                outcomes.push((tp.clone(), ranges, r));
                             }
                         }
                     }
@@ -284,7 +299,7 @@ impl Sessions {
                 Err(_) => {}
             }
             // Partitions the answer did not mention were taken without complaint.
-            outcomes.extend(sent.into_keys().map(|tp| (tp, Ok(()))));
+            outcomes.extend(sent.into_iter().map(|(tp, r)| (tp, r, Ok(()))));
         }
     }
 
@@ -314,7 +329,10 @@ impl Sessions {
             if s.epoch == 0 {
                 // No session: nothing can carry them (the locks expire instead).
                 s.closed = true;
-                outcomes.extend(sent.into_keys().map(|tp| (tp, Err(ShareError::Closed))));
+                outcomes.extend(
+                    sent.into_iter()
+                        .map(|(tp, r)| (tp, r, Err(ShareError::Closed))),
+                );
                 return;
             }
             let request = self.ack_request(member_id, FINAL, &sent);

@@ -8,7 +8,8 @@
 //! Files: this one (the machine: subscribe, poll, acknowledge, commit, close, events),
 //! `membership` (ShareGroupHeartbeat), `fetch` (share sessions per leader: ShareFetch and
 //! ShareAcknowledge), `acks` (what is owed: handed-out records, decided acknowledgements,
-//! their batches), `error` ([`ShareError`]).
+//! their batches), `report` (completed acknowledgements as [`AckCompletion`]s), `error`
+//! ([`ShareError`]).
 //!
 //! Drive it like the group consumer: `client.start_op(now, ShareConsumer::new(&config)?)`,
 //! `subscribe` in a command, and on `Event::Notify` a command that takes events and
@@ -18,6 +19,7 @@ mod acks;
 mod error;
 mod fetch;
 mod membership;
+mod report;
 
 #[cfg(test)]
 mod tests;
@@ -28,6 +30,7 @@ use std::time::{Duration, Instant};
 
 pub use acks::AcknowledgeType;
 pub use error::ShareError;
+pub use report::{AckCompletion, MAX_ACK_REPORT_RANGES};
 
 use acks::{undelivered, Acks};
 use fetch::{leader_of, AckOutcome, Fetched, Sessions, Wants};
@@ -76,8 +79,15 @@ pub enum ShareEvent {
         results: AckResults,
     },
     /// Acknowledgements sent with a fetch (not part of a commit) failed for these
-    /// partitions (Java's acknowledgement commit callback with an exception).
+    /// partitions (the same failures, with their offsets, are in
+    /// [`ShareEvent::Acknowledged`]).
     AcknowledgeFailed(AckResults),
+    /// Acknowledgements completed, successfully or not, whether they rode on a fetch, a
+    /// commit or the close (Java's acknowledgement commit callback): per partition and
+    /// outcome, the offsets of the records the application was handed. One such event
+    /// waits at a time; later completions merge into it (bounded by
+    /// [`MAX_ACK_REPORT_RANGES`]).
+    Acknowledged(Vec<AckCompletion>),
     /// The member was fenced and rejoins; records handed out before can no longer be
     /// acknowledged (they return to the group when their locks expire).
     Fenced(ShareError),
@@ -182,9 +192,26 @@ impl ShareConsumer {
         (&self.member.member_id, self.member.epoch)
     }
 
+    /// How many handed-out records await an acknowledgement (explicit mode).
+    pub fn unacknowledged(&self) -> usize {
+        self.acks.unacknowledged()
+    }
+
     /// Hands out up to `max.poll.records` records into `out`; returns how many. In
-    /// implicit mode, every record the previous poll handed out is accepted first.
-    pub fn poll(&mut self, cx: &mut OpContext<'_>, out: &mut Vec<ShareRecord>) -> usize {
+    /// implicit mode, every record the previous poll handed out is accepted first. In
+    /// explicit mode, refused with [`ShareError::Unacknowledged`] (nothing handed out,
+    /// nothing changed) while records handed out before await an acknowledgement.
+    pub fn poll(
+        &mut self,
+        cx: &mut OpContext<'_>,
+        out: &mut Vec<ShareRecord>,
+    ) -> Result<usize, ShareError> {
+        if self.mode == ShareAcknowledgementMode::Explicit {
+            let count = self.acks.unacknowledged();
+            if count > 0 {
+                return Err(ShareError::Unacknowledged { count });
+            }
+        }
         self.records_announced = false;
         if self.mode == ShareAcknowledgementMode::Implicit {
             self.acks.settle_handed(AcknowledgeType::Accept);
@@ -221,7 +248,7 @@ impl ShareConsumer {
             }
         }
         self.flush(cx);
-        n
+        Ok(n)
     }
 
     /// Acknowledges a record handed out (explicit mode). Sent with the next fetch to its
@@ -350,10 +377,11 @@ impl ShareConsumer {
                     // Acquisitions belonged to the fenced epoch: nothing can be
                     // acknowledged any more; the records return when their locks expire.
                     self.fetched.clear();
-                    let lost: Vec<TopicPartition> = self.acks.pending.keys().cloned().collect();
+                    let lost = std::mem::take(&mut self.acks.pending);
                     self.acks.clear();
-                    for tp in lost {
-                        self.outcomes.push((tp, Err(ShareError::Fenced(code))));
+                    for (tp, ranges) in lost {
+                        self.outcomes
+                            .push((tp, ranges, Err(ShareError::Fenced(code))));
                     }
                     self.set_assigned(BTreeSet::new());
                     self.events
@@ -373,7 +401,8 @@ impl ShareConsumer {
     /// failures of ones no commit waits for.
     fn route_outcomes(&mut self) {
         let mut stray = AckResults::new();
-        for (tp, result) in std::mem::take(&mut self.outcomes) {
+        for (tp, ranges, result) in std::mem::take(&mut self.outcomes) {
+            self.report(&tp, &ranges, &result);
             let mut taken = false;
             for c in &mut self.commits {
                 if c.waiting.remove(&tp) {
@@ -398,6 +427,63 @@ impl ShareConsumer {
             }
         }
         self.finish_commits();
+    }
+
+    /// Merges a completed acknowledgement into the waiting [`ShareEvent::Acknowledged`]
+    /// (only the records handed to the application are reported).
+    fn report(
+        &mut self,
+        tp: &TopicPartition,
+        ranges: &[acks::AckRange],
+        result: &Result<(), ShareError>,
+    ) {
+        let handed: Vec<(i64, i64)> = ranges
+            .iter()
+            .filter(|r| r.handed && r.first <= r.last)
+            .map(|r| (r.first, r.last))
+            .collect();
+        if handed.is_empty() {
+            return;
+        }
+        let i = match self
+            .events
+            .iter()
+            .position(|e| matches!(e, ShareEvent::Acknowledged(_)))
+        {
+            Some(i) => i,
+            None => {
+                self.events.push_back(ShareEvent::Acknowledged(Vec::new()));
+                self.events.len() - 1
+            }
+        };
+        if let ShareEvent::Acknowledged(waiting) = &mut self.events[i] {
+            report::add(waiting, tp, handed, result);
+        }
+    }
+
+    /// The machine finishes: acknowledgements still owed or in flight are reported
+    /// `Closed`, commits still waiting end, and the waiting events are its output.
+    fn finish(&mut self) -> Vec<ShareEvent> {
+        let mut left = self.sessions.abandon();
+        for (tp, ranges) in std::mem::take(&mut self.acks.pending) {
+            left.entry(tp).or_default().extend(ranges);
+        }
+        self.acks.clear();
+        for (tp, ranges) in left {
+            self.outcomes.push((tp, ranges, Err(ShareError::Closed)));
+        }
+        self.route_outcomes();
+        for c in std::mem::take(&mut self.commits) {
+            let mut results = c.results;
+            results.extend(
+                c.waiting
+                    .into_iter()
+                    .map(|tp| (tp, Err(ShareError::Closed))),
+            );
+            self.events
+                .push_back(ShareEvent::Committed { id: c.id, results });
+        }
+        self.events.drain(..).collect()
     }
 
     fn finish_commits(&mut self) {
@@ -481,9 +567,11 @@ impl ShareConsumer {
 }
 
 impl Operation for ShareConsumer {
-    type Output = ();
+    /// The events still waiting when the machine finished (the close's last
+    /// [`ShareEvent::Acknowledged`] and [`ShareEvent::Committed`] results among them).
+    type Output = Vec<ShareEvent>;
 
-    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<()> {
+    fn poll(&mut self, cx: &mut OpContext<'_>) -> Option<Vec<ShareEvent>> {
         let mut fetched = Vec::new();
         self.sessions
             .collect(cx, &mut self.acks, &mut fetched, &mut self.outcomes);
@@ -508,17 +596,7 @@ impl Operation for ShareConsumer {
             let stage = self.closing.map_or(stage, |c| c.0);
             let left = stage == Closing::Leaving && !self.member.leaving();
             if left || now >= deadline {
-                for c in std::mem::take(&mut self.commits) {
-                    let mut results = c.results;
-                    results.extend(
-                        c.waiting
-                            .into_iter()
-                            .map(|tp| (tp, Err(ShareError::Closed))),
-                    );
-                    self.events
-                        .push_back(ShareEvent::Committed { id: c.id, results });
-                }
-                return Some(());
+                return Some(self.finish());
             }
             cx.wake_at(deadline);
             return None;

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use kafka_core::client::{OpContext, OpId};
 use kafka_core::share::{
-    AckResults, AcknowledgeType, ShareCommitId, ShareConsumer as CoreShare, ShareError, ShareEvent,
-    ShareRecord,
+    AckCompletion, AckResults, AcknowledgeType, ShareCommitId, ShareConsumer as CoreShare,
+    ShareError, ShareEvent, ShareRecord,
 };
 
 use super::{race, Handle};
@@ -34,6 +34,9 @@ pub enum ShareCallError {
 
 type Slot = Arc<Mutex<Option<OpId<CoreShare>>>>;
 
+/// The acknowledgement commit callback.
+type AckCallback = Box<dyn FnMut(&AckCompletion) + Send>;
+
 /// The async share consumer surface (see the module docs).
 pub struct AsyncShareConsumer {
     handle: Handle,
@@ -43,6 +46,7 @@ pub struct AsyncShareConsumer {
     finished: Arc<AtomicBool>,
     committed: Mutex<BTreeMap<ShareCommitId, AckResults>>,
     events: Mutex<Vec<ShareEvent>>,
+    callback: Mutex<Option<AckCallback>>,
     close_timeout: Duration,
 }
 
@@ -86,6 +90,7 @@ impl Handle {
             finished,
             committed: Mutex::default(),
             events: Mutex::default(),
+            callback: Mutex::default(),
             close_timeout,
         }
     }
@@ -124,7 +129,19 @@ impl AsyncShareConsumer {
         self.command(move |s, cx| s.subscribe(cx, topics)).await
     }
 
-    /// Waits up to `timeout` for records (implicit mode: accepts the previous poll's).
+    /// Sets the acknowledgement commit callback: called in the application's task inside
+    /// `poll`, `commit_sync`, `take_events` and `close`, once per partition and outcome
+    /// of completed acknowledgements (then no `ShareEvent::Acknowledged` for them).
+    pub fn set_acknowledgement_commit_callback(
+        &self,
+        callback: impl FnMut(&AckCompletion) + Send + 'static,
+    ) {
+        *self.callback.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(callback));
+    }
+
+    /// Waits up to `timeout` for records (implicit mode: accepts the previous poll's;
+    /// explicit mode: refused with `ShareError::Unacknowledged` while records returned
+    /// before are not all acknowledged).
     pub async fn poll(&self, timeout: Duration) -> Result<Vec<ShareRecord>, ShareCallError> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -135,11 +152,11 @@ impl AsyncShareConsumer {
             let records = self
                 .command(|s, cx| {
                     let mut out = Vec::new();
-                    s.poll(cx, &mut out);
-                    out
+                    s.poll(cx, &mut out).map(|_| out)
                 })
                 .await?;
             self.take_core_events().await?;
+            let records = records.map_err(ShareCallError::Share)?;
             if !records.is_empty() || Instant::now() >= deadline {
                 return Ok(records);
             }
@@ -213,6 +230,18 @@ impl AsyncShareConsumer {
             }
             self.wait(deadline).await;
         }
+        // The machine's last events: the close's acknowledgements and commits.
+        let slot = self.slot.clone();
+        let last = self
+            .handle
+            .ask(move |hub| {
+                let id = (*slot.lock().ok()?)?;
+                hub.core.take_op_output(id)
+            })
+            .await
+            .ok()
+            .flatten();
+        let _ = self.absorb(last.unwrap_or_default());
         Ok(())
     }
 
@@ -229,6 +258,12 @@ impl AsyncShareConsumer {
         else {
             return Ok(());
         };
+        self.absorb(events)
+    }
+
+    /// Files events: commit results by id, completions to the callback, the rest for
+    /// `take_events`; a failed member is an error.
+    fn absorb(&self, events: Vec<ShareEvent>) -> Result<(), ShareCallError> {
         let mut failed = None;
         for e in events {
             match e {
@@ -238,15 +273,28 @@ impl AsyncShareConsumer {
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(id, results);
                 }
+                ShareEvent::Acknowledged(completions) => {
+                    // Taken out while it runs: a call it makes on this consumer files
+                    // its completions as events instead of deadlocking.
+                    let taken = self
+                        .callback
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    match taken {
+                        Some(mut callback) => {
+                            completions.iter().for_each(&mut callback);
+                            let mut slot = self.callback.lock().unwrap_or_else(|e| e.into_inner());
+                            slot.get_or_insert(callback);
+                        }
+                        None => self.push_event(ShareEvent::Acknowledged(completions)),
+                    }
+                }
                 other => {
                     if let ShareEvent::Failed(err) = &other {
                         failed = Some(err.clone());
                     }
-                    let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-                    if events.len() >= 1024 {
-                        events.remove(0);
-                    }
-                    events.push(other);
+                    self.push_event(other);
                 }
             }
         }
@@ -254,6 +302,15 @@ impl AsyncShareConsumer {
             Some(e) => Err(ShareCallError::Share(e)),
             None => Ok(()),
         }
+    }
+
+    fn push_event(&self, e: ShareEvent) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: an application that never takes events keeps the latest ones.
+        if events.len() >= 1024 {
+            events.remove(0);
+        }
+        events.push(e);
     }
 }
 
@@ -302,12 +359,25 @@ macro_rules! async_share_consumer {
             }
 
             /// Waits up to `timeout` for records; implicit mode accepts the previous
-            /// poll's first.
+            /// poll's first; explicit mode refuses (`ShareError::Unacknowledged`) while
+            /// records returned before are not all acknowledged.
             pub async fn poll(
                 &self,
                 timeout: ::std::time::Duration,
             ) -> Result<Vec<::kafka_core::share::ShareRecord>, Error> {
                 self.inner.poll(timeout).await.map_err(failed)
+            }
+
+            /// Sets the acknowledgement commit callback (Java's
+            /// `AcknowledgementCommitCallback`): called in the application's task inside
+            /// `poll`, `commit_sync`, `take_events` and `close`, once per partition and
+            /// outcome of completed acknowledgements, with the offsets of the records it
+            /// was handed (then no `ShareEvent::Acknowledged` for them).
+            pub fn set_acknowledgement_commit_callback(
+                &self,
+                callback: impl FnMut(&::kafka_core::share::AckCompletion) + Send + 'static,
+            ) {
+                self.inner.set_acknowledgement_commit_callback(callback)
             }
 
             /// Acknowledges a record `poll` returned (explicit mode).

@@ -2,13 +2,14 @@
 //! (`broker.rs`) that is the share coordinator and the leader of every partition,
 //! answering the encoded requests the core writes.
 
+mod acks;
 pub(super) mod broker;
 mod scenarios;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::{ShareConsumer, ShareEvent, ShareRecord};
+use super::{ShareConsumer, ShareError, ShareEvent, ShareRecord};
 use crate::client::{Client, ConnId, Event, IoCommand, OpContext, OpId};
 use crate::config::ClientConfig;
 use crate::test_support::{origin, parse_requests};
@@ -22,7 +23,10 @@ pub(super) struct Node {
     pub(super) id: OpId<ShareConsumer>,
     open: BTreeSet<ConnId>,
     pub(super) records: Vec<ShareRecord>,
+    /// Events taken, then the machine's output when it finished.
     pub(super) events: Vec<ShareEvent>,
+    /// Polls refused (explicit mode with records unacknowledged).
+    pub(super) refused: Vec<ShareError>,
     /// The application polls on every step.
     pub(super) polling: bool,
     pub(super) done: bool,
@@ -70,6 +74,7 @@ impl World {
             open: BTreeSet::new(),
             records: Vec::new(),
             events: Vec::new(),
+            refused: Vec::new(),
             polling: true,
             done: false,
         });
@@ -110,12 +115,16 @@ impl World {
             if n.polling {
                 let mut got = Vec::new();
                 let mut evs = Vec::new();
-                let _ = n.client.command(self.now, n.id, |s, cx| {
-                    s.poll(cx, &mut got);
+                let polled = n.client.command(self.now, n.id, |s, cx| {
+                    let r = s.poll(cx, &mut got);
                     while let Some(e) = s.take_event() {
                         evs.push(e);
                     }
+                    r
                 });
+                if let Some(Err(e)) = polled {
+                    n.refused.push(e);
+                }
                 n.records.extend(got);
                 n.events.extend(evs);
             } else {
@@ -131,6 +140,8 @@ impl World {
                 if let Event::OperationDone(op) = e {
                     if n.id == op {
                         n.done = true;
+                        let last = n.client.take_op_output(n.id).unwrap_or_default();
+                        n.events.extend(last);
                     }
                 }
             }
