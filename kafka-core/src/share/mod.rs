@@ -119,6 +119,9 @@ pub struct ShareConsumer {
     fetched: VecDeque<Fetched>,
     acks: Acks,
     commits: Vec<Commit>,
+    /// Per partition, the worst outcome of acknowledgements of handed-out records that
+    /// completed on a fetch since the last commit (bounded by the partitions).
+    since_commit: AckResults,
     next_commit: u64,
     events: VecDeque<ShareEvent>,
     member_events: Vec<MemberEvent>,
@@ -154,6 +157,7 @@ impl ShareConsumer {
             fetched: VecDeque::new(),
             acks: Acks::default(),
             commits: Vec::new(),
+            since_commit: AckResults::new(),
             next_commit: 0,
             events: VecDeque::new(),
             member_events: Vec::new(),
@@ -277,7 +281,9 @@ impl ShareConsumer {
     /// Sends every acknowledgement decided so far at once (ShareAcknowledge per leader;
     /// implicit mode first accepts what was handed out). Ends with one
     /// [`ShareEvent::Committed`] with a result for every partition whose
-    /// acknowledgements were decided before it (also those already riding on a fetch).
+    /// acknowledgements were decided since the previous commit: pending ones, those
+    /// riding on a fetch, and those a fetch already completed (as Java's `commitSync`
+    /// reports what was acknowledged since the last poll, which alone sends them there).
     pub fn commit(&mut self, cx: &mut OpContext<'_>) -> ShareCommitId {
         if self.mode == ShareAcknowledgementMode::Implicit {
             self.acks.settle_handed(AcknowledgeType::Accept);
@@ -291,7 +297,7 @@ impl ShareConsumer {
         self.commits.push(Commit {
             id,
             waiting,
-            results: AckResults::new(),
+            results: std::mem::take(&mut self.since_commit),
         });
         self.finish_commits();
         self.flush(cx);
@@ -406,9 +412,13 @@ impl ShareConsumer {
             let mut taken = false;
             for c in &mut self.commits {
                 if c.waiting.remove(&tp) {
-                    c.results.insert(tp.clone(), result.clone());
+                    keep_worst(&mut c.results, &tp, &result);
                     taken = true;
                 }
+            }
+            if !taken && ranges.iter().any(|r| r.handed) {
+                // Completed on a fetch, no commit waiting: the next commit reports it.
+                keep_worst(&mut self.since_commit, &tp, &result);
             }
             if !taken && result.is_err() {
                 stray.insert(tp, result);
@@ -617,5 +627,15 @@ impl Operation for ShareConsumer {
             self.sessions.connection_closed(*node);
         }
         true
+    }
+}
+
+/// Records `result` for `tp` unless a failure is already there (a failure wins).
+fn keep_worst(results: &mut AckResults, tp: &TopicPartition, result: &Result<(), ShareError>) {
+    match results.get(tp) {
+        Some(Err(_)) => {}
+        _ => {
+            results.insert(tp.clone(), result.clone());
+        }
     }
 }

@@ -54,16 +54,22 @@ pub(crate) fn topic_with_records(addr: &str, partitions: i32, n: u64) -> String 
 
 /// Sets the share group `group` to start at the earliest offset.
 pub(crate) fn earliest(addr: &str, group: &str) {
+    group_configs(addr, group, &[("share.auto.offset.reset", "earliest")]);
+}
+
+/// Sets configs of the group `group` (IncrementalAlterConfigs on its group resource).
+pub(crate) fn group_configs(addr: &str, group: &str, pairs: &[(&str, &str)]) {
     let config = ClientConfig::from_pairs([("bootstrap.servers", addr)]).expect("config");
     let admin = Admin::new(config).expect("admin");
     let resource = ConfigResource::group(group);
+    let ops = pairs
+        .iter()
+        .map(|(k, v)| AlterConfigOp::set(*k, *v))
+        .collect();
     let r = admin
-        .run(IncrementalAlterConfigs::new([(
-            resource.clone(),
-            vec![AlterConfigOp::set("share.auto.offset.reset", "earliest")],
-        )]))
+        .run(IncrementalAlterConfigs::new([(resource.clone(), ops)]))
         .expect("alter group config");
-    assert!(r[&resource].is_ok(), "{r:?}");
+    assert!(r[&resource].is_ok(), "{pairs:?}: {r:?}");
 }
 
 /// The number a record of [`topic_with_records`] holds as its value.

@@ -135,6 +135,42 @@ fn a_commit_reports_the_acknowledged_offsets_with_ok() {
 }
 
 #[test]
+fn a_commit_reports_acknowledgements_a_fetch_completed_before_it() {
+    let mut w = World::new(1, 4);
+    let i = explicit(&mut w);
+    w.run_until(5 * S, |w| w.nodes[i].records.len() == 4);
+    w.nodes[i].polling = false;
+    ack(&mut w, i, &[0, 1, 2, 3], AcknowledgeType::Accept);
+    // No commit yet: they ride on the next ShareFetch and complete there.
+    w.run_until(5 * S, |w| reported(w, i, Result::is_ok).len() == 4);
+    assert!(w.broker.acknowledges.is_empty(), "they rode on ShareFetch");
+    let id = w.command(i, |s, cx| s.commit(cx));
+    w.run_until(5 * S, |w| {
+        w.nodes[i]
+            .events
+            .iter()
+            .any(|e| matches!(e, ShareEvent::Committed { id: c, .. } if *c == id))
+    });
+    let results = w.nodes[i]
+        .events
+        .iter()
+        .find_map(|e| match e {
+            ShareEvent::Committed { id: c, results } if *c == id => Some(results.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[&("t".into(), 0)], Ok(()));
+    // The next commit has nothing new to report.
+    let again = w.command(i, |s, cx| s.commit(cx));
+    w.run(S);
+    let empty = w.nodes[i].events.iter().any(
+        |e| matches!(e, ShareEvent::Committed { id: c, results } if *c == again && results.is_empty()),
+    );
+    assert!(empty, "{:?}", w.nodes[i].events);
+}
+
+#[test]
 fn implicit_acceptances_riding_on_fetches_are_reported_with_ok() {
     let mut w = World::new(1, 10);
     let i = w.add(&[]);
