@@ -14,11 +14,9 @@ pub use kafka_core::share::{
     AckCompletion, AckResults, AcknowledgeType, ShareCommitId, ShareError, ShareEvent, ShareRecord,
 };
 
-use crate::{BlockingClient, Error};
+use kafka_driver::front::AckCallbackSlot;
 
-/// The acknowledgement commit callback (see
-/// [`ShareConsumer::set_acknowledgement_commit_callback`]).
-type AckCallback = Box<dyn FnMut(&AckCompletion) + Send>;
+use crate::{BlockingClient, Error};
 
 /// What the driver thread signals: the machine has news, or finished.
 #[derive(Default)]
@@ -104,7 +102,7 @@ pub struct ShareConsumer {
     /// Events for the application ([`ShareConsumer::take_events`]).
     events: Mutex<Vec<ShareEvent>>,
     /// Told of completed acknowledgements on the application's thread.
-    callback: Mutex<Option<AckCallback>>,
+    callback: AckCallbackSlot,
     close_timeout: Duration,
     closed: Mutex<bool>,
 }
@@ -137,7 +135,7 @@ impl ShareConsumer {
             signal,
             committed: Mutex::default(),
             events: Mutex::default(),
-            callback: Mutex::default(),
+            callback: AckCallbackSlot::default(),
             close_timeout,
             closed: Mutex::new(false),
         })
@@ -165,7 +163,7 @@ impl ShareConsumer {
         &self,
         callback: impl FnMut(&AckCompletion) + Send + 'static,
     ) {
-        *self.callback.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(callback));
+        self.callback.set(callback);
     }
 
     /// Waits up to `timeout` for records; returns at once when some are there. In
@@ -326,20 +324,8 @@ impl ShareConsumer {
                     self.push_event(ShareEvent::Failed(err));
                 }
                 ShareEvent::Acknowledged(completions) => {
-                    // Taken out while it runs: a call it makes on this consumer files
-                    // its completions as events instead of deadlocking.
-                    let taken = self
-                        .callback
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .take();
-                    match taken {
-                        Some(mut callback) => {
-                            completions.iter().for_each(&mut callback);
-                            let mut slot = self.callback.lock().unwrap_or_else(|e| e.into_inner());
-                            slot.get_or_insert(callback);
-                        }
-                        None => self.push_event(ShareEvent::Acknowledged(completions)),
+                    if let Some(kept) = self.callback.run(completions) {
+                        self.push_event(ShareEvent::Acknowledged(kept));
                     }
                 }
                 other => self.push_event(other),

@@ -40,7 +40,7 @@ mod share;
 pub use consumer::AsyncConsumer;
 pub use group::AsyncGroupConsumer;
 pub use producer::{AsyncProducer, TxnFailure};
-pub use share::{AsyncShareConsumer, ShareCallError};
+pub use share::{AckCallbackSlot, AsyncShareConsumer, ShareCallError};
 
 /// How many socket reports may wait for the driver before readers pause.
 pub const INBOX_REPORTS: usize = 16;

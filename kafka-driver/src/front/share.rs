@@ -34,8 +34,34 @@ pub enum ShareCallError {
 
 type Slot = Arc<Mutex<Option<OpId<CoreShare>>>>;
 
-/// The acknowledgement commit callback.
+/// The acknowledgement commit callback (Java's `AcknowledgementCommitCallback`) of a
+/// share consumer, shared by the blocking and async surfaces: set by the application,
+/// run on its thread or task when completions are filed.
+#[derive(Default)]
+pub struct AckCallbackSlot(Mutex<Option<AckCallback>>);
+
 type AckCallback = Box<dyn FnMut(&AckCompletion) + Send>;
+
+impl AckCallbackSlot {
+    /// Sets (replaces) the callback.
+    pub fn set(&self, callback: impl FnMut(&AckCompletion) + Send + 'static) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(callback));
+    }
+
+    /// Runs the callback once per completion; without one, gives the completions back
+    /// (to be kept as an event). The callback is taken out while it runs, so a call it
+    /// makes on the consumer files its own completions as events instead of deadlocking.
+    pub fn run(&self, completions: Vec<AckCompletion>) -> Option<Vec<AckCompletion>> {
+        let taken = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(mut callback) = taken else {
+            return Some(completions);
+        };
+        completions.iter().for_each(&mut callback);
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(callback);
+        None
+    }
+}
 
 /// The async share consumer surface (see the module docs).
 pub struct AsyncShareConsumer {
@@ -46,7 +72,7 @@ pub struct AsyncShareConsumer {
     finished: Arc<AtomicBool>,
     committed: Mutex<BTreeMap<ShareCommitId, AckResults>>,
     events: Mutex<Vec<ShareEvent>>,
-    callback: Mutex<Option<AckCallback>>,
+    callback: AckCallbackSlot,
     close_timeout: Duration,
 }
 
@@ -90,7 +116,7 @@ impl Handle {
             finished,
             committed: Mutex::default(),
             events: Mutex::default(),
-            callback: Mutex::default(),
+            callback: AckCallbackSlot::default(),
             close_timeout,
         }
     }
@@ -136,7 +162,7 @@ impl AsyncShareConsumer {
         &self,
         callback: impl FnMut(&AckCompletion) + Send + 'static,
     ) {
-        *self.callback.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(callback));
+        self.callback.set(callback);
     }
 
     /// Waits up to `timeout` for records (implicit mode: accepts the previous poll's;
@@ -274,20 +300,8 @@ impl AsyncShareConsumer {
                         .insert(id, results);
                 }
                 ShareEvent::Acknowledged(completions) => {
-                    // Taken out while it runs: a call it makes on this consumer files
-                    // its completions as events instead of deadlocking.
-                    let taken = self
-                        .callback
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .take();
-                    match taken {
-                        Some(mut callback) => {
-                            completions.iter().for_each(&mut callback);
-                            let mut slot = self.callback.lock().unwrap_or_else(|e| e.into_inner());
-                            slot.get_or_insert(callback);
-                        }
-                        None => self.push_event(ShareEvent::Acknowledged(completions)),
+                    if let Some(kept) = self.callback.run(completions) {
+                        self.push_event(ShareEvent::Acknowledged(kept));
                     }
                 }
                 other => {
