@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::broker::State;
 use super::World;
 use crate::group::TopicPartition;
-use crate::share::{AckCompletion, AcknowledgeType, ShareError, ShareEvent};
+use crate::share::{AckCompletion, AckResults, AcknowledgeType, ShareError, ShareEvent};
 
 const S: Duration = Duration::from_secs(1);
 
@@ -37,6 +37,20 @@ fn reported(w: &World, i: usize, keep: impl Fn(&Result<(), ShareError>) -> bool)
         .collect();
     out.sort_unstable();
     out
+}
+
+/// Commits on node `i` and runs until its results come.
+fn commit(w: &mut World, i: usize) -> AckResults {
+    let id = w.command(i, |s, cx| s.commit(cx));
+    let mut results = None;
+    w.run_until(5 * S, |w| {
+        results = w.nodes[i].events.iter().find_map(|e| match e {
+            ShareEvent::Committed { id: c, results } if *c == id => Some(results.clone()),
+            _ => None,
+        });
+        results.is_some()
+    });
+    results.expect("commit results")
 }
 
 fn ack(w: &mut World, i: usize, offsets: &[i64], kind: AcknowledgeType) {
@@ -115,13 +129,7 @@ fn a_commit_reports_the_acknowledged_offsets_with_ok() {
     ack(&mut w, i, &[0, 3, 4], AcknowledgeType::Accept);
     ack(&mut w, i, &[1], AcknowledgeType::Reject);
     ack(&mut w, i, &[2], AcknowledgeType::Release);
-    let id = w.command(i, |s, cx| s.commit(cx));
-    w.run_until(5 * S, |w| {
-        w.nodes[i]
-            .events
-            .iter()
-            .any(|e| matches!(e, ShareEvent::Committed { id: c, .. } if *c == id))
-    });
+    commit(&mut w, i);
     let all = completions(&w, i);
     assert_eq!(all.len(), 1, "{all:?}");
     assert_eq!(all[0].partition, ("t".into(), 0));
@@ -144,30 +152,13 @@ fn a_commit_reports_acknowledgements_a_fetch_completed_before_it() {
     // No commit yet: they ride on the next ShareFetch and complete there.
     w.run_until(5 * S, |w| reported(w, i, Result::is_ok).len() == 4);
     assert!(w.broker.acknowledges.is_empty(), "they rode on ShareFetch");
-    let id = w.command(i, |s, cx| s.commit(cx));
-    w.run_until(5 * S, |w| {
-        w.nodes[i]
-            .events
-            .iter()
-            .any(|e| matches!(e, ShareEvent::Committed { id: c, .. } if *c == id))
-    });
-    let results = w.nodes[i]
-        .events
-        .iter()
-        .find_map(|e| match e {
-            ShareEvent::Committed { id: c, results } if *c == id => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let results = commit(&mut w, i);
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[&("t".into(), 0)], Ok(()));
-    // The next commit has nothing new to report.
-    let again = w.command(i, |s, cx| s.commit(cx));
-    w.run(S);
-    let empty = w.nodes[i].events.iter().any(
-        |e| matches!(e, ShareEvent::Committed { id: c, results } if *c == again && results.is_empty()),
+    assert!(
+        commit(&mut w, i).is_empty(),
+        "the next commit has nothing new"
     );
-    assert!(empty, "{:?}", w.nodes[i].events);
 }
 
 #[test]
