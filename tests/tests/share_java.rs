@@ -1,0 +1,183 @@
+//! Real broker: our share consumer and Apache Kafka's own Java share consumer
+//! (`kafka-console-share-consumer`'s class from the rig's Kafka, `KAFKA_RIG_LIB`) in one
+//! share group. Records produced while both are members are split between them: each
+//! record handed to exactly one of the two, every record handed out, and both get some.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kafka_blocking::{Producer, Record, ShareConsumer};
+use kafka_core::config::ClientConfig;
+use share_common::{earliest, topic_with_records, unique, value};
+
+mod share_common;
+
+/// The Java console share consumer in the group, the (partition, offset, value) of each
+/// record it printed.
+struct JavaShareMember {
+    child: Child,
+    records: Arc<Mutex<Vec<(i32, i64, u64)>>>,
+}
+
+impl JavaShareMember {
+    fn start(addr: &str, topic: &str, group: &str) -> JavaShareMember {
+        let lib =
+            kafka_tests::rig_var("KAFKA_RIG_LIB").expect("KAFKA_RIG_LIB in the rig's env file");
+        let mut child = Command::new("java")
+            .arg("-cp")
+            .arg(format!("{lib}/*"))
+            .arg("org.apache.kafka.tools.consumer.ConsoleShareConsumer")
+            .args([
+                "--bootstrap-server",
+                addr,
+                "--topic",
+                topic,
+                "--group",
+                group,
+            ])
+            .args(["--formatter-property", "print.partition=true"])
+            .args(["--formatter-property", "print.offset=true"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("java");
+        let out = child.stdout.take().expect("stdout");
+        let records = Arc::new(Mutex::new(Vec::new()));
+        let r = records.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                // Partition:0<TAB>Offset:17<TAB>value
+                let mut f = line.split('\t');
+                let p = f
+                    .next()
+                    .and_then(|s| s.strip_prefix("Partition:")?.parse().ok());
+                let o = f
+                    .next()
+                    .and_then(|s| s.strip_prefix("Offset:")?.parse().ok());
+                let v = f.next().and_then(|s| s.parse().ok());
+                if let (Some(p), Some(o), Some(v)) = (p, o, v) {
+                    r.lock().unwrap().push((p, o, v));
+                }
+            }
+        });
+        JavaShareMember { child, records }
+    }
+
+    fn values(&self) -> Vec<u64> {
+        self.records.lock().unwrap().iter().map(|r| r.2).collect()
+    }
+}
+
+impl Drop for JavaShareMember {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
+    let Some(addr) = kafka_tests::broker_or_skip("share_java real broker") else {
+        return;
+    };
+    const N: u64 = 4_000;
+    let group = unique("share-java");
+    earliest(&addr, &group);
+    let topic = topic_with_records(&addr, 1, 0);
+    let java = JavaShareMember::start(&addr, &topic, &group);
+    let ours = ShareConsumer::new(
+        ClientConfig::from_pairs([
+            ("bootstrap.servers", addr.as_str()),
+            ("group.id", group.as_str()),
+            ("fetch.max.wait.ms", "200"),
+            ("max.poll.records", "50"),
+        ])
+        .expect("config"),
+    )
+    .expect("share consumer");
+    ours.subscribe([topic.as_str()]).expect("subscribe");
+    // Both are members (the JVM takes a few seconds to start) before records exist.
+    let mut mine: Vec<u64> = Vec::new();
+    let joined = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < joined {
+        mine.extend(
+            ours.poll(Duration::from_millis(200))
+                .expect("poll")
+                .iter()
+                .map(value),
+        );
+    }
+    // Produce in waves, so both members have fetches outstanding while records arrive.
+    let producer = Producer::new(
+        ClientConfig::from_pairs([("bootstrap.servers", addr.as_str()), ("linger.ms", "5")])
+            .expect("config"),
+    )
+    .expect("producer");
+    let mut next = 0;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if next < N {
+            let wave: Vec<_> = (next..next + 200)
+                .map(|i| {
+                    producer
+                        .send(Record::new(topic.as_str(), i.to_string()))
+                        .expect("send")
+                })
+                .collect();
+            for d in wave {
+                d.wait().expect("delivered");
+            }
+            next += 200;
+        }
+        for r in ours.poll(Duration::from_millis(100)).expect("poll") {
+            assert_eq!(r.delivery_count, 1, "offset {} redelivered", r.offset);
+            mine.push(value(&r));
+        }
+        let total = mine.len() + java.values().len();
+        if next >= N && total >= N as usize {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} (ours) + {} (Java) of {N}",
+            mine.len(),
+            java.values().len()
+        );
+    }
+    // A moment more: a record handed to both would show up late on one side.
+    let settle = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < settle {
+        mine.extend(
+            ours.poll(Duration::from_millis(200))
+                .expect("poll")
+                .iter()
+                .map(value),
+        );
+    }
+    ours.close().expect("close");
+    let theirs = java.values();
+    drop(java);
+
+    let ours_set: BTreeSet<u64> = mine.iter().copied().collect();
+    let theirs_set: BTreeSet<u64> = theirs.iter().copied().collect();
+    eprintln!(
+        "{N} records: {} to ours, {} to Java's KafkaShareConsumer",
+        mine.len(),
+        theirs.len()
+    );
+    assert_eq!(ours_set.len(), mine.len(), "ours got a record twice");
+    assert_eq!(theirs_set.len(), theirs.len(), "Java got a record twice");
+    let both: Vec<u64> = ours_set
+        .intersection(&theirs_set)
+        .take(10)
+        .copied()
+        .collect();
+    assert!(both.is_empty(), "handed to both members, e.g. {both:?}");
+    let all: BTreeSet<u64> = ours_set.union(&theirs_set).copied().collect();
+    assert_eq!(all, (0..N).collect(), "every record handed out");
+    assert!(!mine.is_empty(), "ours got nothing");
+    assert!(!theirs.is_empty(), "Java's got nothing");
+}
