@@ -9,7 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kafka_blocking::{Producer, Record, ShareConsumer};
+use kafka_blocking::{Admin, Producer, Record, ShareConsumer};
+use kafka_core::admin::DescribeShareGroups;
 use kafka_core::config::ClientConfig;
 use share_common::{earliest, topic_with_records, unique, value};
 
@@ -99,15 +100,30 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
     )
     .expect("share consumer");
     ours.subscribe([topic.as_str()]).expect("subscribe");
-    // Both are members (the JVM takes a few seconds to start) before records exist.
+    // Both are members (the JVM takes seconds to start) before records exist.
+    let admin = Admin::new(
+        ClientConfig::from_pairs([("bootstrap.servers", addr.as_str())]).expect("config"),
+    )
+    .expect("admin");
     let mut mine: Vec<u64> = Vec::new();
-    let joined = Instant::now() + Duration::from_secs(8);
-    while Instant::now() < joined {
+    let joined = Instant::now() + Duration::from_secs(60);
+    loop {
         mine.extend(
             ours.poll(Duration::from_millis(200))
                 .expect("poll")
                 .iter()
                 .map(value),
+        );
+        let described = admin
+            .run(DescribeShareGroups::new([group.clone()]))
+            .expect("describe share groups");
+        let members = described[&group].as_ref().map_or(0, |d| d.members.len());
+        if members == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < joined,
+            "{members} members after 60 s: {described:?}"
         );
     }
     // Produce in waves, so both members have fetches outstanding while records arrive.
