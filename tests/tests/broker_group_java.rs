@@ -11,7 +11,7 @@ mod group_common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,10 +19,11 @@ use group_common::{topic_with_records, unique, wait_for, Member, PARTITIONS};
 use kafka_blocking::{BlockingClient, Producer, Record};
 use kafka_core::config::ClientConfig;
 use kafka_tests::broker_or_skip;
+use kafka_tests::child::{console_record, KilledOnDrop};
 
 /// A Java console consumer in the group, its printed records collected.
 struct JavaMember {
-    child: Child,
+    _child: KilledOnDrop,
     /// (partition, offset, value)
     records: Arc<Mutex<Vec<(i32, i64, u64)>>>,
 }
@@ -59,21 +60,15 @@ impl JavaMember {
         let r = records.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                // Partition:3<TAB>Offset:17<TAB>value
-                let mut f = line.split('\t');
-                let p = f
-                    .next()
-                    .and_then(|s| s.strip_prefix("Partition:")?.parse().ok());
-                let o = f
-                    .next()
-                    .and_then(|s| s.strip_prefix("Offset:")?.parse().ok());
-                let v = f.next().and_then(|s| s.parse().ok());
-                if let (Some(p), Some(o), Some(v)) = (p, o, v) {
-                    r.lock().unwrap().push((p, o, v));
+                if let Some(record) = console_record(&line) {
+                    r.lock().unwrap().push(record);
                 }
             }
         });
-        JavaMember { child, records }
+        JavaMember {
+            _child: KilledOnDrop(child),
+            records,
+        }
     }
 
     fn partitions_since(&self, from: usize) -> BTreeSet<i32> {
@@ -85,13 +80,6 @@ impl JavaMember {
 
     fn count(&self) -> usize {
         self.records.lock().unwrap().len()
-    }
-}
-
-impl Drop for JavaMember {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -11,19 +11,20 @@
 mod txn_common;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kafka_blocking::{Producer, Record};
 use kafka_core::admin::ListConsumerGroupOffsets;
 use kafka_core::config::ClientConfig;
 use kafka_tests::broker_or_skip;
+use kafka_tests::child::KilledOnDrop;
 use txn_common::{client, read_all, topic, under_both_transaction_versions, unique};
 
 const PARTITIONS: i32 = 6;
 
 /// A running worker, killed (SIGKILL) when dropped, so a failing test leaves none.
-struct Worker(Child);
+struct Worker(KilledOnDrop);
 
 impl Worker {
     fn start(addr: &str, input: &str, output: &str, group: &str, txn_id: &str) -> Worker {
@@ -32,22 +33,15 @@ impl Worker {
             .stdout(Stdio::null())
             .spawn()
             .expect("spawn txn_worker");
-        Worker(child)
+        Worker(KilledOnDrop(child))
     }
 
     fn alive(&mut self) -> bool {
-        self.0.try_wait().expect("wait").is_none()
+        self.0.alive()
     }
 
     fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        self.kill();
+        self.0.kill();
     }
 }
 

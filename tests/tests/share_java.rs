@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,12 +14,14 @@ use kafka_core::admin::DescribeShareGroups;
 use kafka_core::config::ClientConfig;
 use share_common::{earliest, topic_with_records, unique, value};
 
+use kafka_tests::child::{console_record, KilledOnDrop};
+
 mod share_common;
 
 /// The Java console share consumer in the group, the (partition, offset, value) of each
 /// record it printed.
 struct JavaShareMember {
-    child: Child,
+    _child: KilledOnDrop,
     records: Arc<Mutex<Vec<(i32, i64, u64)>>>,
 }
 
@@ -50,32 +52,19 @@ impl JavaShareMember {
         let r = records.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                // Partition:0<TAB>Offset:17<TAB>value
-                let mut f = line.split('\t');
-                let p = f
-                    .next()
-                    .and_then(|s| s.strip_prefix("Partition:")?.parse().ok());
-                let o = f
-                    .next()
-                    .and_then(|s| s.strip_prefix("Offset:")?.parse().ok());
-                let v = f.next().and_then(|s| s.parse().ok());
-                if let (Some(p), Some(o), Some(v)) = (p, o, v) {
-                    r.lock().unwrap().push((p, o, v));
+                if let Some(record) = console_record(&line) {
+                    r.lock().unwrap().push(record);
                 }
             }
         });
-        JavaShareMember { child, records }
+        JavaShareMember {
+            _child: KilledOnDrop(child),
+            records,
+        }
     }
 
     fn values(&self) -> Vec<u64> {
         self.records.lock().unwrap().iter().map(|r| r.2).collect()
-    }
-}
-
-impl Drop for JavaShareMember {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -15,10 +15,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kafka_tests::child::KilledOnDrop;
 use share_common::{earliest, group_configs, topic_with_records, unique};
 
 mod share_common;
@@ -27,7 +28,7 @@ mod share_common;
 type Line = (usize, char, i64, i16);
 
 /// A running worker, killed (SIGKILL) when dropped, so a failing test leaves none.
-struct Worker(Child);
+struct Worker(KilledOnDrop);
 
 impl Worker {
     fn start(
@@ -57,18 +58,11 @@ impl Worker {
                 lines.lock().unwrap().push((index, tag, offset, count));
             }
         });
-        (Worker(child), reader)
+        (Worker(KilledOnDrop(child)), reader)
     }
 
     fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        self.kill();
+        self.0.kill();
     }
 }
 
