@@ -2,6 +2,9 @@
 //! (`kafka-console-share-consumer`'s class from the rig's Kafka, `KAFKA_RIG_LIB`) in one
 //! share group. Records produced while both are members are split between them: each
 //! record handed to exactly one of the two, every record handed out, and both get some.
+//! Records are produced only once both members hold the partition: a member that joins
+//! before the broker's metadata has the new topic gets an empty assignment and learns
+//! its partition at its next heartbeat, 5 s later, Java's as well as ours.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -73,6 +76,7 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
     let Some(addr) = kafka_tests::broker_or_skip("share_java real broker") else {
         return;
     };
+    kafka_tests::event_log::to_stderr();
     const N: u64 = 4_000;
     let group = unique("share-java");
     earliest(&addr, &group);
@@ -82,14 +86,12 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
         ClientConfig::from_pairs([
             ("bootstrap.servers", addr.as_str()),
             ("group.id", group.as_str()),
-            ("fetch.max.wait.ms", "200"),
-            ("max.poll.records", "50"),
         ])
         .expect("config"),
     )
     .expect("share consumer");
     ours.subscribe([topic.as_str()]).expect("subscribe");
-    // Both are members (the JVM takes seconds to start) before records exist.
+    // Both hold the partition (the JVM takes seconds to start) before records exist.
     let admin = Admin::new(
         ClientConfig::from_pairs([("bootstrap.servers", addr.as_str())]).expect("config"),
     )
@@ -106,13 +108,21 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
         let described = admin
             .run(DescribeShareGroups::new([group.clone()]))
             .expect("describe share groups");
-        let members = described[&group].as_ref().map_or(0, |d| d.members.len());
-        if members == 2 {
+        // Members with partitions: one joining before the broker's metadata has the new
+        // topic gets an empty assignment and learns its partition only at its next
+        // heartbeat (`group.share.heartbeat.interval.ms`, 5 s), as Java's would.
+        let members = described[&group].as_ref().map_or(0, |d| {
+            d.members
+                .iter()
+                .filter(|m| !m.assignment.is_empty())
+                .count()
+        });
+        if members == 2 && !ours.assignment().expect("assignment").is_empty() {
             break;
         }
         assert!(
             Instant::now() < joined,
-            "{members} members after 60 s: {described:?}"
+            "{members} members with partitions after 60 s: {described:?}"
         );
     }
     // Produce in waves, so both members have fetches outstanding while records arrive.
@@ -162,6 +172,10 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
                 .map(value),
         );
     }
+    let assignment = ours.assignment().expect("assignment");
+    let described = admin
+        .run(DescribeShareGroups::new([group.clone()]))
+        .expect("describe share groups");
     ours.close().expect("close");
     let theirs = java.values();
     drop(java);
@@ -183,6 +197,9 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
     assert!(both.is_empty(), "handed to both members, e.g. {both:?}");
     let all: BTreeSet<u64> = ours_set.union(&theirs_set).copied().collect();
     assert_eq!(all, (0..N).collect(), "every record handed out");
-    assert!(!mine.is_empty(), "ours got nothing");
+    assert!(
+        !mine.is_empty(),
+        "ours got nothing; our assignment {assignment:?}; the group {described:?}"
+    );
     assert!(!theirs.is_empty(), "Java's got nothing");
 }

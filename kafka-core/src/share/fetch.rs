@@ -197,6 +197,13 @@ impl Sessions {
                 },
             };
             let f = s.in_flight.take().expect("in flight");
+            crate::trace::debug!(
+                node,
+                api = api_of(&f),
+                epoch = f.epoch,
+                ok = answer.is_ok(),
+                "kafka share request answered"
+            );
             let top = match &answer {
                 Ok(Answer::Fetch(r)) => KafkaCode(r.error_code),
                 Ok(Answer::Ack(r)) => KafkaCode(r.error_code),
@@ -208,6 +215,12 @@ impl Sessions {
                 Ok(_) => Some(ShareError::from_ack_code(api_of(&f), "", -1, top)),
             };
             if let Some(e) = failed {
+                crate::trace::debug!(
+                    node,
+                    api = api_of(&f),
+                    error = %e,
+                    "kafka share request failed; session reset"
+                );
                 s.reset();
                 s.attempts += 1;
                 s.not_before = Some(cx.now() + cx.retry_backoff(s.attempts));
@@ -248,6 +261,15 @@ impl Sessions {
                                 outcomes.push((tp.clone(), ranges, result(&tp, code)));
                             }
                             let code = KafkaCode(p.error_code);
+                            crate::trace::debug!(
+                                node,
+                                topic = %tp.0,
+                                partition = tp.1,
+                                %code,
+                                acquired = p.acquired_records.len(),
+                                bytes = p.records.len(),
+                                "kafka share fetch partition answer"
+                            );
                             if code != KafkaCode::NONE {
                                 if leader_moved(code) {
                                     cx.invalidate_leader(&name, p.partition_index);
@@ -400,6 +422,14 @@ impl Sessions {
             return;
         }
         let epoch = s.epoch;
+        crate::trace::debug!(
+            node,
+            epoch,
+            added = added.len(),
+            forgotten = forgotten.len(),
+            acks = sent.len(),
+            "kafka share fetch sent"
+        );
         let request = self.fetch_request(cx, member_id, epoch, &added, &forgotten, &sent);
         let id = cx.send_with(Route::Broker(node), request, self.opts(true));
         let s = self.nodes.get_mut(&node).expect("node");

@@ -155,6 +155,13 @@ impl ShareMember {
             }
         };
         let code = KafkaCode(resp.error_code);
+        crate::trace::debug!(
+            %code,
+            epoch = resp.member_epoch,
+            assigned_topics = resp.assignment.as_ref().map(|a| a.topic_partitions.len()),
+            interval_ms = resp.heartbeat_interval_ms,
+            "kafka share heartbeat answered"
+        );
         match code {
             KafkaCode::NONE => {
                 self.attempts = 0;
