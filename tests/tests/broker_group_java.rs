@@ -10,76 +10,42 @@
 mod group_common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use group_common::{topic_with_records, unique, wait_for, Member, PARTITIONS};
 use kafka_blocking::{BlockingClient, Producer, Record};
 use kafka_core::config::ClientConfig;
 use kafka_tests::broker_or_skip;
-use kafka_tests::child::{console_record, KilledOnDrop};
+use kafka_tests::child::JavaConsole;
 
 /// A Java console consumer in the group, its printed records collected.
-struct JavaMember {
-    _child: KilledOnDrop,
-    /// (partition, offset, value)
-    records: Arc<Mutex<Vec<(i32, i64, u64)>>>,
-}
+struct JavaMember(JavaConsole);
 
 impl JavaMember {
     fn start(addr: &str, topic: &str, group: &str, protocol: &[(&str, &str)]) -> JavaMember {
-        let lib =
-            kafka_tests::rig_var("KAFKA_RIG_LIB").expect("KAFKA_RIG_LIB in the rig's env file");
-        let mut cmd = Command::new("java");
-        cmd.arg("-cp")
-            .arg(format!("{lib}/*"))
-            .arg("org.apache.kafka.tools.consumer.ConsoleConsumer")
-            .args([
-                "--bootstrap-server",
-                addr,
-                "--topic",
-                topic,
-                "--group",
-                group,
-            ])
-            .arg("--from-beginning")
-            .args(["--formatter-property", "print.partition=true"])
-            .args(["--formatter-property", "print.offset=true"]);
+        let mut args: Vec<String> = [
+            "--bootstrap-server",
+            addr,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--from-beginning",
+        ]
+        .map(String::from)
+        .to_vec();
         for (k, v) in protocol {
-            cmd.args(["--command-property", &format!("{k}={v}")]);
+            args.extend(["--command-property".to_string(), format!("{k}={v}")]);
         }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("java");
-        let out = child.stdout.take().expect("stdout");
-        let records = Arc::new(Mutex::new(Vec::new()));
-        let r = records.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(record) = console_record(&line) {
-                    r.lock().unwrap().push(record);
-                }
-            }
-        });
-        JavaMember {
-            _child: KilledOnDrop(child),
-            records,
-        }
+        JavaMember(JavaConsole::start("ConsoleConsumer", &args))
     }
 
     fn partitions_since(&self, from: usize) -> BTreeSet<i32> {
-        self.records.lock().unwrap()[from..]
-            .iter()
-            .map(|r| r.0)
-            .collect()
+        self.0.records()[from..].iter().map(|r| r.0).collect()
     }
 
     fn count(&self) -> usize {
-        self.records.lock().unwrap().len()
+        self.0.count()
     }
 }
 
@@ -103,7 +69,7 @@ fn produce_more(addr: &str, topic: &str, first: u64, n: u64) {
 }
 
 fn all_values(ours: &[&Member], java: &JavaMember) -> BTreeSet<u64> {
-    let mut v: BTreeSet<u64> = java.records.lock().unwrap().iter().map(|r| r.2).collect();
+    let mut v: BTreeSet<u64> = java.0.records().iter().map(|r| r.2).collect();
     for m in ours {
         v.extend(m.seen.lock().unwrap().records.iter().map(|r| r.2));
     }

@@ -7,9 +7,6 @@
 //! its partition at its next heartbeat, 5 s later, Java's as well as ours.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kafka_blocking::{Admin, Producer, Record, ShareConsumer};
@@ -17,58 +14,21 @@ use kafka_core::admin::DescribeShareGroups;
 use kafka_core::config::ClientConfig;
 use share_common::{earliest, topic_with_records, unique, value};
 
-use kafka_tests::child::{console_record, KilledOnDrop};
+use kafka_tests::child::JavaConsole;
 
 mod share_common;
 
-/// The Java console share consumer in the group, the (partition, offset, value) of each
-/// record it printed.
-struct JavaShareMember {
-    _child: KilledOnDrop,
-    records: Arc<Mutex<Vec<(i32, i64, u64)>>>,
-}
-
-impl JavaShareMember {
-    fn start(addr: &str, topic: &str, group: &str) -> JavaShareMember {
-        let lib =
-            kafka_tests::rig_var("KAFKA_RIG_LIB").expect("KAFKA_RIG_LIB in the rig's env file");
-        let mut child = Command::new("java")
-            .arg("-cp")
-            .arg(format!("{lib}/*"))
-            .arg("org.apache.kafka.tools.consumer.ConsoleShareConsumer")
-            .args([
-                "--bootstrap-server",
-                addr,
-                "--topic",
-                topic,
-                "--group",
-                group,
-            ])
-            .args(["--formatter-property", "print.partition=true"])
-            .args(["--formatter-property", "print.offset=true"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("java");
-        let out = child.stdout.take().expect("stdout");
-        let records = Arc::new(Mutex::new(Vec::new()));
-        let r = records.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(record) = console_record(&line) {
-                    r.lock().unwrap().push(record);
-                }
-            }
-        });
-        JavaShareMember {
-            _child: KilledOnDrop(child),
-            records,
-        }
-    }
-
-    fn values(&self) -> Vec<u64> {
-        self.records.lock().unwrap().iter().map(|r| r.2).collect()
-    }
+/// The Java console share consumer in the group.
+fn java_share_member(addr: &str, topic: &str, group: &str) -> JavaConsole {
+    let args = [
+        "--bootstrap-server",
+        addr,
+        "--topic",
+        topic,
+        "--group",
+        group,
+    ];
+    JavaConsole::start("ConsoleShareConsumer", &args.map(String::from))
 }
 
 #[test]
@@ -81,7 +41,7 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
     let group = unique("share-java");
     earliest(&addr, &group);
     let topic = topic_with_records(&addr, 1, 0);
-    let java = JavaShareMember::start(&addr, &topic, &group);
+    let java = java_share_member(&addr, &topic, &group);
     let ours = ShareConsumer::new(
         ClientConfig::from_pairs([
             ("bootstrap.servers", addr.as_str()),
@@ -151,7 +111,7 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
             assert_eq!(r.delivery_count, 1, "offset {} redelivered", r.offset);
             mine.push(value(&r));
         }
-        let total = mine.len() + java.values().len();
+        let total = mine.len() + java_values(&java).len();
         if next >= N && total >= N as usize {
             break;
         }
@@ -159,7 +119,7 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
             Instant::now() < deadline,
             "only {} (ours) + {} (Java) of {N}",
             mine.len(),
-            java.values().len()
+            java_values(&java).len()
         );
     }
     // A moment more: a record handed to both would show up late on one side.
@@ -177,7 +137,7 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
         .run(DescribeShareGroups::new([group.clone()]))
         .expect("describe share groups");
     ours.close().expect("close");
-    let theirs = java.values();
+    let theirs = java_values(&java);
     drop(java);
 
     let ours_set: BTreeSet<u64> = mine.iter().copied().collect();
@@ -202,4 +162,8 @@ fn ours_and_javas_share_consumer_split_a_topic_each_record_once() {
         "ours got nothing; our assignment {assignment:?}; the group {described:?}"
     );
     assert!(!theirs.is_empty(), "Java's got nothing");
+}
+
+fn java_values(java: &JavaConsole) -> Vec<u64> {
+    java.records().iter().map(|r| r.2).collect()
 }
