@@ -1,5 +1,5 @@
-//! Consume runs (W5, W6): the source topics (one per codec, each filled once, when the
-//! first workload needs it), one client reading a source from the log start (assign) or
+//! Consume runs (W5, W6): the source topics (one per codec and record count, each filled
+//! once, when the first workload needs it; S3 reads one too), one client reading a source from the log start (assign) or
 //! in a fresh group of one or more members, and the verification that every record was
 //! read exactly once.
 
