@@ -1,11 +1,12 @@
 //! Topic set-up and the independent checks, through our own admin client
 //! (`kafka_blocking::Admin`): create a fresh topic, wait until every partition has a
-//! leader, read earliest/latest offsets, log sizes and a group's committed offsets.
+//! leader, read earliest/latest offsets, log sizes, a group's committed offsets, set a
+//! share group's configs and read its lag.
 
 use std::time::{Duration, Instant};
 
 use kafka_blocking::Admin as BlockingAdmin;
-use kafka_core::admin::{NewTopic, OffsetSpec, TopicPartition};
+use kafka_core::admin::{AlterConfigOp, ConfigResource, NewTopic, OffsetSpec, TopicPartition};
 use kafka_core::config::ClientConfig;
 
 pub(crate) struct Admin {
@@ -153,6 +154,55 @@ impl Admin {
         Ok((0..partitions)
             .map(|p| match offsets.get(&TopicPartition::new(topic, p)) {
                 Some(Ok(Some(o))) => Some(o.offset),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Sets configs of group `group` (IncrementalAlterConfigs on its group resource), e.g.
+    /// a share group's `share.auto.offset.reset`.
+    pub(crate) fn set_group_configs(
+        &self,
+        group: &str,
+        pairs: &[(&str, &str)],
+    ) -> Result<(), String> {
+        let resource = ConfigResource::group(group);
+        let ops = pairs
+            .iter()
+            .map(|(k, v)| AlterConfigOp::set(*k, *v))
+            .collect();
+        let r = self
+            .inner
+            .incremental_alter_configs([(resource.clone(), ops)])
+            .map_err(|e| format!("alter configs of group {group}: {e}"))?;
+        match r.get(&resource) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => Err(format!("alter configs of group {group}: {e}")),
+            None => Err(format!("alter configs of group {group}: no result")),
+        }
+    }
+
+    /// A share group's lag in partitions 0..partitions: records from its start offset on
+    /// not yet delivered and acknowledged (`None`: no start offset, or the broker does
+    /// not say).
+    pub(crate) fn share_lag(
+        &self,
+        group: &str,
+        topic: &str,
+        partitions: i32,
+    ) -> Result<Vec<Option<i64>>, String> {
+        let all = self
+            .inner
+            .list_share_group_offsets(group)
+            .map_err(|e| format!("share group {group} offsets: {e}"))?;
+        let offsets = all
+            .get(group)
+            .ok_or(format!("share group {group}: no result"))?
+            .as_ref()
+            .map_err(|e| format!("share group {group}: {e}"))?;
+        Ok((0..partitions)
+            .map(|p| match offsets.get(&TopicPartition::new(topic, p)) {
+                Some(Ok(Some(o))) => o.lag,
                 _ => None,
             })
             .collect())

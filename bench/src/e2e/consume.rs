@@ -1,5 +1,5 @@
-//! Consume runs (W5, W6): the source topics (one per codec, each filled once, when the
-//! first workload needs it), one client reading a source from the log start (assign) or
+//! Consume runs (W5, W6): the source topics (one per codec and record count, each filled
+//! once, when the first workload needs it; S3 reads one too), one client reading a source from the log start (assign) or
 //! in a fresh group of one or more members, and the verification that every record was
 //! read exactly once.
 
@@ -21,24 +21,20 @@ pub(crate) struct Source {
 }
 
 impl Harness {
-    /// The source topic written with `codec`, filled now by the first available
-    /// producer (franz-go, rdkafka, Java, ours) if no workload has needed it yet.
+    /// The source topic written with `codec` holding `w.records` records, filled now by
+    /// the first available producer (franz-go, rdkafka, Java, ours) if no workload has
+    /// needed it yet.
     pub(super) fn source(
         &mut self,
         codec: Compression,
         w: &Workload,
         pool: &Path,
     ) -> Result<Source, String> {
-        if let Some(s) = self.sources.get(&codec) {
-            if s.records != w.records {
-                return Err(format!(
-                    "{} reads {} records, its source holds {}",
-                    w.id, w.records, s.records
-                ));
-            }
+        let key = (codec, w.records);
+        if let Some(s) = self.sources.get(&key) {
             return Ok(s.clone());
         }
-        let topic = format!("e2e-{}-source-{}", self.tag, codec.name());
+        let topic = format!("e2e-{}-source-{}-{}", self.tag, codec.name(), w.records);
         self.admin.create_topic(&topic, PARTITIONS)?;
         let order = [Client::FranzGo, Client::Rdkafka, Client::Java, Client::Ours];
         let Some(peer) = order
@@ -71,9 +67,8 @@ impl Harness {
             marks: Vec::new(),
             log_bytes: None,
         };
-        self.sources.insert(codec, source.clone());
-        let (out, _, _) =
-            self.spawn(&cmd, &format!("fill-source-{}", codec.name()), self.timeout)?;
+        self.sources.insert(key, source.clone());
+        let (out, _, _) = self.spawn(&cmd, &format!("fill-{topic}"), self.timeout)?;
         if !out.success() {
             return Err(format!(
                 "filling the consume topic failed: {}",
@@ -106,7 +101,7 @@ impl Harness {
             log_bytes,
             ..source
         };
-        self.sources.insert(codec, source.clone());
+        self.sources.insert(key, source.clone());
         Ok(source)
     }
 

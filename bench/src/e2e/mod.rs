@@ -6,7 +6,8 @@
 //! start-up CPU (1-record runs), then run every workload for every client in
 //! interleaved rounds (A B C D A B C D …) on core 1, each on a fresh topic (produce,
 //! `produce.rs`) or reading a source topic filled once per codec, in a fresh group when
-//! it is a group workload (consume, `consume.rs`), verifying every run independently
+//! it is a group workload (consume, `consume.rs`), or in a fresh share group (`share.rs`),
+//! verifying every run independently
 //! through our admin client. Writes `results.md` and `results.jsonl` (`output.rs`); exits
 //! 1 if a built client's run failed its verification.
 
@@ -20,6 +21,7 @@ mod peers;
 mod proc;
 mod produce;
 mod report;
+mod share;
 mod sys;
 mod workloads;
 
@@ -48,7 +50,8 @@ const USAGE: &str = "usage: e2e [--quick] [--rounds N] [--clients ours,rdkafka,f
   --clients LIST   clients to build and run (default: all four)
   --require LIST   fail (exit 1) if one of these clients cannot be built (CI)
   --workloads LIST ids or prefixes: W1 (= W1-none,W1-lz4,W1-zstd), W2, W3, W4,
-                   W5 (= W5,W5-lz4,W5-zstd), W6 (= W6,W6-3,W6-848,W6-848-3)
+                   W5 (= W5,W5-lz4,W5-zstd), W6 (= W6,W6-3,W6-848,W6-848-3),
+                   S3 (share group, KIP-932: ours and Java only)
   --out DIR        where results.md, results.jsonl and logs/ go (default target/e2e)
   --keep-broker    leave a rig started here running
   --fresh-broker   restart the rig's single node (new, empty data) before the run
@@ -138,6 +141,8 @@ enum Startup {
     Consume,
     /// Java's `ConsumerPerformance` (in a group).
     ConsumeTool,
+    /// A share group of three (ours: the peer's `share`; Java: `ShareConsumerPerformance`).
+    Share,
 }
 
 impl Startup {
@@ -146,6 +151,7 @@ impl Startup {
             Startup::Produce => "produce",
             Startup::Consume => "consume",
             Startup::ConsumeTool => "consume (ConsumerPerformance)",
+            Startup::Share => "share group of 3",
         }
     }
 }
@@ -166,7 +172,7 @@ struct Harness {
     /// The 1-record topic start-up runs use.
     startup_topic: String,
     /// The consume workloads' source topics, by the codec they were written with.
-    sources: BTreeMap<Compression, Source>,
+    sources: BTreeMap<(Compression, u64), Source>,
     java_w1_rps: Option<f64>,
     neighbourhood: Neighbourhood,
     load_start: (f64, f64, f64),
@@ -381,11 +387,14 @@ impl Harness {
             .into_iter()
             .filter(|w| selected(&self.opts, w))
             .collect();
-        let need_consume = wls.iter().any(|w| !w.is_produce());
+        let need_consume = wls.iter().any(|w| matches!(w.kind, Kind::Consume { .. }));
+        let need_share = wls.iter().any(|w| matches!(w.kind, Kind::Share { .. }));
         let need_tool = wls.iter().any(|w| {
-            self.variants(w)
-                .iter()
-                .any(|v| self.peers[v.peer].java_tool(v.java))
+            matches!(w.kind, Kind::Consume { .. })
+                && self
+                    .variants(w)
+                    .iter()
+                    .any(|v| self.peers[v.peer].java_tool(v.java))
         });
 
         // ---- start-up CPU of each client (1-record runs), interleaved over the rounds
@@ -402,12 +411,26 @@ impl Harness {
                 if client == Client::Java && need_tool {
                     self.startup_run(i, Startup::ConsumeTool, round, &p100);
                 }
+                if need_share && self.peers[i].can_share() {
+                    self.startup_run(i, Startup::Share, round, &p100);
+                }
             }
         }
 
         for w in &wls {
-            if let Kind::Consume { source, .. } = w.kind {
+            if let Some(source) = w.source() {
                 self.source(source, w, &p100)?;
+            }
+            if let Kind::Share { .. } = w.kind {
+                for p in self.peers.iter().filter(|p| !p.can_share()) {
+                    let why = format!(
+                        "{}: {} has no share consumer (KIP-932): not run",
+                        w.id,
+                        p.client.name()
+                    );
+                    eprintln!("e2e: {why}");
+                    self.notes.push(why);
+                }
             }
             let variants = self.variants(w);
             let pool = if w.value_bytes == 100 { &p100 } else { &p10k };
@@ -459,6 +482,16 @@ impl Harness {
             extra: Vec::new(),
             java: JavaConsume::Peer,
         };
+        if let Kind::Share { .. } = w.kind {
+            for (i, p) in self.peers.iter().enumerate() {
+                match p.client {
+                    Client::Ours => out.push(plain(i, "ours (ShareConsumer)")),
+                    Client::Java => out.push(plain(i, "java (ShareConsumerPerformance)")),
+                    _ => {}
+                }
+            }
+            return out;
+        }
         let Kind::Consume { group, .. } = w.kind else {
             // Closed-loop produce also through the application's producer
             // (`kafka_blocking::Producer`); the core producer's row stays "ours".
@@ -547,7 +580,17 @@ impl Harness {
         } else {
             JavaConsume::Peer
         };
-        let cmd = if kind == Startup::Produce {
+        let cmd = if kind == Startup::Share {
+            let group = format!("e2e-{}-startup-share-{}-{round}", self.tag, p.client.name());
+            match self.share_cmd(p, &group, &self.startup_topic, 1, 3, 0) {
+                Ok(c) => c,
+                Err(e) => {
+                    let why = format!("start-up run of {} (share) failed: {e}", p.client.name());
+                    self.notes.push(why);
+                    return;
+                }
+            }
+        } else if kind == Startup::Produce {
             p.produce_cmd(&ProduceSpec {
                 bootstrap: &self.broker.bootstrap,
                 topic: &self.startup_topic,
@@ -582,6 +625,7 @@ impl Harness {
             Startup::Produce => "produce",
             Startup::Consume => "consume",
             Startup::ConsumeTool => "consume-tool",
+            Startup::Share => "share",
         };
         let client = p.client;
         match self.spawn(
@@ -624,6 +668,8 @@ impl Harness {
         let name = self.name(w, v, round);
         let startup = if w.is_produce() {
             Startup::Produce
+        } else if let Kind::Share { .. } = w.kind {
+            Startup::Share
         } else if peer.java_tool(v.java) {
             Startup::ConsumeTool
         } else {
@@ -655,6 +701,9 @@ impl Harness {
             ),
             Kind::Consume { source, group } => {
                 self.measure_consume(&peer, w, &name, *source, *group, v, pool, &mut rec)
+            }
+            Kind::Share { members } => {
+                self.measure_share(&peer, w, &name, *members, pool, &mut rec)
             }
         };
         match result {

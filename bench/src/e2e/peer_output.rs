@@ -1,6 +1,6 @@
 //! What the clients say about their runs: the contract peers' JSON result line
 //! (`bench/peers/README.md`) and the text of Kafka's `ProducerPerformance` /
-//! `ConsumerPerformance`.
+//! `ConsumerPerformance` / `ShareConsumerPerformance`.
 
 use serde_json::Value;
 
@@ -78,6 +78,7 @@ pub(crate) fn parse_contract(stdout: &str) -> Result<PeerResult, String> {
             .map(|a| a.iter().filter_map(Value::as_u64).collect())
             .unwrap_or_default(),
         bad_values: u("bad_values"),
+        redelivered: u("redelivered"),
         error: v
             .get("error")
             .and_then(Value::as_str)
@@ -147,6 +148,7 @@ pub(crate) fn parse_java_produce(stdout: &str, stderr: &str) -> Result<PeerResul
         partitions: Vec::new(),
         member_records: Vec::new(),
         bad_values: 0,
+        redelivered: 0,
         error,
     })
 }
@@ -184,8 +186,85 @@ pub(crate) fn parse_java_consume(stdout: &str, stderr: &str) -> Result<PeerResul
         partitions: Vec::new(),
         member_records: Vec::new(),
         bad_values: 0,
+        redelivered: 0,
         error,
     })
+}
+
+/// `ShareConsumerPerformance --show-consumer-stats --show-detailed-stats`: a line per
+/// consumer ("Share consumer N having client id … metrics- " and the fields), the total,
+/// and interval lines ("… for share consumer N"). A consumer's first interval line is
+/// printed by the first poll that returned records once the reporting interval had
+/// passed: with the interval shorter than the join (seconds), at its first record.
+pub(crate) fn parse_java_share(stdout: &str, stderr: &str) -> Result<PeerResult, String> {
+    if let Some(w) = stdout
+        .lines()
+        .find(|l| l.starts_with("WARNING: Exiting before"))
+    {
+        return Err(w.to_string());
+    }
+    // start, end, MB (2^20), MB/s, nMsg/s, nMsg, fetch ms
+    let fields = |l: &str| -> Option<Vec<String>> {
+        let l = l.rsplit("metrics- ").next().unwrap_or(l);
+        let l = l.split(" for share consumer ").next().unwrap_or(l);
+        let f: Vec<String> = l.split(", ").map(|x| x.trim().to_string()).collect();
+        (f.len() == 7 && f[5].parse::<u64>().is_ok()).then_some(f)
+    };
+    let kind = |l: &str| {
+        if l.starts_with("Share consumer ") {
+            1
+        } else if l.contains(" for share consumer ") {
+            2
+        } else {
+            0
+        }
+    };
+    let rows = |k: u8| {
+        stdout
+            .lines()
+            .filter(move |l| kind(l) == k)
+            .filter_map(fields)
+    };
+    let row = rows(0)
+        .next_back()
+        .ok_or("no ShareConsumerPerformance result line")?;
+    let num = |i: usize| row[i].parse::<f64>().unwrap_or(0.0);
+    let records = num(5) as u64;
+    let elapsed_s = num(6) / 1000.0;
+    // The earliest first interval line of any consumer, from the run's start.
+    let start = java_time_ms(&row[0]);
+    let first_s = rows(2)
+        .filter_map(|f| Some((java_time_ms(&f[1])? - start?) as f64 / 1000.0))
+        .filter(|s| *s >= 0.0)
+        .reduce(f64::min);
+    let steady_rps = first_s
+        .filter(|f| records > 1 && elapsed_s > *f)
+        .map(|f| (records - 1) as f64 / (elapsed_s - f));
+    let (errors, error) = java_errors(stderr);
+    Ok(PeerResult {
+        records,
+        bytes: (num(2) * 1_048_576.0).round() as u64,
+        errors,
+        elapsed_s,
+        first_s,
+        steady_rps,
+        member_records: rows(1).map(|f| f[5].parse().unwrap_or(0)).collect(),
+        error,
+        ..PeerResult::default()
+    })
+}
+
+/// Milliseconds since midnight of the Java tools' "yyyy-MM-dd HH:mm:ss:SSS".
+fn java_time_ms(t: &str) -> Option<i64> {
+    let clock = t.split_whitespace().nth(1)?;
+    let p: Vec<i64> = clock
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    match p.as_slice() {
+        [h, m, s, ms] => Some(((h * 60 + m) * 60 + s) * 1000 + ms),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -216,6 +295,29 @@ mod tests {
         assert_eq!(r.steady_rps, None);
         assert!(parse_java_consume(
             "WARNING: Exiting before consuming the expected number of messages",
+            ""
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn reads_share_consumer_performance_rows() {
+        let out = "start.time, end.time, data.consumed.in.MB, MB.sec, nMsg.sec, data.consumed.in.nMsg, fetch.time.ms\n\
+Share consumer 1 having client id perf-share-consumer-client-1 consumption metrics- 2026-12-04 04:10:07:523, 2026-12-04 04:10:13:753, 1.7260, 0.2770, 2904.9759, 18098, 6230\n\
+Share consumer 2 having client id perf-share-consumer-client-2 consumption metrics- 2026-12-04 04:10:07:523, 2026-12-04 04:10:13:753, 8.8108, 1.4143, 14827.4, 81902, 6230\n\
+2026-12-04 04:10:07:900, 2026-12-04 04:10:12:758, 0.0001, 0.0000, 0.1925, 1, 4858 for share consumer 2\n\
+2026-12-04 04:10:07:903, 2026-12-04 04:10:12:623, 0.0001, 0.0000, 0.1925, 1, 4720 for share consumer 1\n\
+2026-12-04 04:10:07:523, 2026-12-04 04:10:13:758, 9.5367, 1.5295, 16038.4924, 100000, 6235\n";
+        let r = parse_java_share(out, "").unwrap();
+        assert_eq!(r.records, 100_000);
+        assert!(r.bytes.abs_diff(10_000_000) < 60);
+        assert!((r.elapsed_s - 6.235).abs() < 1e-9);
+        assert_eq!(r.member_records, vec![18_098, 81_902]);
+        // First record 5.1 s after the start (consumer 1's first interval line).
+        assert_eq!(r.first_s, Some(5.1));
+        assert!((r.steady_rps.unwrap() - 99_999.0 / 1.135).abs() < 1e-3);
+        assert!(parse_java_share(
+            "WARNING: Exiting before consuming the expected number of records: timeout",
             ""
         )
         .is_err());

@@ -7,14 +7,17 @@
 //!   the rig fetches, run through `tests/broker/rig tool` (their text output is parsed),
 //!   plus our contract peer `bench/peers/java/ConsumePeer.java` on `KafkaConsumer` for
 //!   the consumes the tool cannot do (assign, several members), compiled here with
-//!   `javac` against the same jars and run the same way.
+//!   `javac` against the same jars and run the same way; share groups (KIP-932) are
+//!   Kafka's `ShareConsumerPerformance` (`--threads M`).
 //!
 //! A peer that cannot be built is skipped with its reason, never silently.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::peer_output::{parse_contract, parse_java_consume, parse_java_produce};
+use super::peer_output::{
+    parse_contract, parse_java_consume, parse_java_produce, parse_java_share,
+};
 use super::proc::{Cmd, Outcome};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -267,7 +270,7 @@ pub(crate) fn build(client: Client, ctx: &BuildCtx) -> Result<Peer, String> {
             })
             .unwrap_or_else(|| "java ?".into());
             format!(
-                "Kafka 4.3.1 ProducerPerformance/ConsumerPerformance{} on {java}",
+                "Kafka 4.3.1 ProducerPerformance/ConsumerPerformance/ShareConsumerPerformance{} on {java}",
                 if peer.is_some() {
                     " + ConsumePeer (KafkaConsumer)"
                 } else {
@@ -349,6 +352,18 @@ pub(crate) struct ConsumeSpec<'a> {
     pub(crate) extra: &'a [(String, String)],
 }
 
+/// One share group run's parameters: `members` share consumers of the (fresh) share
+/// group `group`, set to start at the earliest offset, together reading `records`
+/// records of `topic`.
+pub(crate) struct ShareSpec<'a> {
+    pub(crate) bootstrap: &'a str,
+    pub(crate) topic: &'a str,
+    pub(crate) records: u64,
+    pub(crate) group: &'a str,
+    pub(crate) members: u32,
+    pub(crate) value_bytes: usize,
+}
+
 /// Per-partition figures a contract peer reports.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PartResult {
@@ -392,6 +407,8 @@ pub(crate) struct PeerResult {
     /// Consume: records each member read (one entry per consumer in the process).
     pub(crate) member_records: Vec<u64>,
     pub(crate) bad_values: u64,
+    /// Share groups: records handed out with a delivery count above 1.
+    pub(crate) redelivered: u64,
     pub(crate) error: String,
 }
 
@@ -413,6 +430,9 @@ impl Peer {
                 match (op, peer) {
                     ("produce", _) => {
                         rig_tool(&["org.apache.kafka.tools.ProducerPerformance".into()])
+                    }
+                    ("share", _) => {
+                        rig_tool(&["org.apache.kafka.tools.ShareConsumerPerformance".into()])
                     }
                     (_, None) | ("consume-tool", _) => {
                         rig_tool(&["org.apache.kafka.tools.ConsumerPerformance".into()])
@@ -558,6 +578,57 @@ impl Peer {
             }
         }
         c
+    }
+
+    /// Whether this client has a share consumer (KIP-932): ours, Java; rdkafka and
+    /// franz-go have none.
+    pub(crate) fn can_share(&self) -> bool {
+        matches!(self.client, Client::Ours | Client::Java)
+    }
+
+    /// A share group run (`can_share` clients): our peer's `share` op, Java's
+    /// `ShareConsumerPerformance --threads M`.
+    pub(crate) fn share_cmd(&self, s: &ShareSpec<'_>) -> Cmd {
+        let java = matches!(self.program, Program::JavaTools { .. });
+        let (bootstrap, records) = if java {
+            ("--bootstrap-server", "--num-records")
+        } else {
+            ("--bootstrap", "--records")
+        };
+        let c = self
+            .base("share")
+            .arg(bootstrap)
+            .arg(s.bootstrap)
+            .arg("--topic")
+            .arg(s.topic)
+            .arg("--group")
+            .arg(s.group)
+            .arg(records)
+            .arg(s.records.to_string());
+        if java {
+            // The tool's `--fetch-size` default (1 MiB) is max.partition.fetch.bytes.
+            c.arg("--threads")
+                .arg(s.members.to_string())
+                .arg("--show-consumer-stats")
+                .arg("--show-detailed-stats")
+                .arg("--reporting-interval")
+                .arg("1000")
+                .arg("--timeout")
+                .arg("30000")
+        } else {
+            c.arg("--members")
+                .arg(s.members.to_string())
+                .arg("--value-bytes")
+                .arg(s.value_bytes.to_string())
+        }
+    }
+
+    /// Reads a share run's report (`share_cmd`).
+    pub(crate) fn parse_share(&self, out: &Outcome) -> Result<PeerResult, String> {
+        match &self.program {
+            Program::Contract { .. } => parse_contract(&out.stdout),
+            Program::JavaTools { .. } => parse_java_share(&out.stdout, &out.stderr),
+        }
     }
 
     /// Whether this client follows the consume contract (assign, `--members`, per-partition

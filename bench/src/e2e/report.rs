@@ -34,6 +34,10 @@ pub(crate) struct RunRecord {
     pub(crate) log_bytes: Option<u64>,
     /// Group consumes: records each member read.
     pub(crate) member_records: Vec<u64>,
+    /// Share groups: records handed out more than once, and with a delivery count
+    /// above 1 (`None`: the client does not say).
+    pub(crate) duplicates: Option<u64>,
+    pub(crate) redelivered: Option<u64>,
     pub(crate) wall_s: f64,
     pub(crate) cmd: String,
 }
@@ -116,6 +120,8 @@ impl RunRecord {
             "txn_markers": self.markers,
             "log_bytes": self.log_bytes,
             "member_records": self.member_records,
+            "duplicates": self.duplicates,
+            "redelivered": self.redelivered,
             "process_wall_s": self.wall_s,
             "command": self.cmd,
         })
@@ -177,6 +183,10 @@ pub(crate) struct Summary {
     pub(crate) log_bytes_per_record: Option<f64>,
     /// The busiest member's share of the records, least and most over the rounds.
     pub(crate) top_member_share: Option<(f64, f64)>,
+    /// Share groups, most over the verified rounds: records handed out more than once,
+    /// and with a delivery count above 1.
+    pub(crate) duplicates: Option<u64>,
+    pub(crate) redelivered: Option<u64>,
 }
 
 impl Summary {
@@ -234,6 +244,8 @@ impl Summary {
                     .map(|b| b as f64 / r.records as f64)
             }),
             top_member_share: min_max(&shares),
+            duplicates: ok.iter().filter_map(|r| r.duplicates).max(),
+            redelivered: ok.iter().filter_map(|r| r.redelivered).max(),
         }
     }
 
@@ -278,6 +290,8 @@ impl Summary {
             "log_bytes_per_record_median": self.log_bytes_per_record,
             "top_member_share_min": self.top_member_share.map(|s| s.0),
             "top_member_share_max": self.top_member_share.map(|s| s.1),
+            "duplicates_max": self.duplicates,
+            "redelivered_max": self.redelivered,
         })
     }
 }
@@ -330,6 +344,9 @@ pub(crate) fn table(rows: &[Summary]) -> String {
                 lo * 100.0,
                 hi * 100.0
             ));
+        }
+        if let (Some(d), Some(x)) = (r.duplicates, r.redelivered) {
+            more.push(format!("handed out again ≤ {d}, delivery count > 1 ≤ {x}"));
         }
         if !r.failures.is_empty() {
             more.push(format!("FAILED: {}", r.failures.join("; ")));

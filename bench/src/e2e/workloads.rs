@@ -33,6 +33,9 @@ pub(crate) enum Kind {
         /// `None`: assign every partition (no group).
         group: Option<Group>,
     },
+    /// A share group (KIP-932) of `members` consumers in one client process draining the
+    /// uncompressed source topic, implicit acknowledgement (every record accepted).
+    Share { members: u32 },
 }
 
 /// The group protocol of a group consume (`group.protocol`).
@@ -71,6 +74,15 @@ pub(crate) struct Workload {
 impl Workload {
     pub(crate) fn is_produce(&self) -> bool {
         matches!(self.kind, Kind::Produce { .. })
+    }
+
+    /// The source topic's codec of a consume or share workload.
+    pub(crate) fn source(&self) -> Option<Compression> {
+        match self.kind {
+            Kind::Produce { .. } => None,
+            Kind::Consume { source, .. } => Some(source),
+            Kind::Share { .. } => Some(Compression::None),
+        }
     }
 }
 
@@ -190,6 +202,13 @@ pub(crate) fn all(quick: bool) -> Vec<Workload> {
             records: q(2_000_000, 100_000),
             value_bytes: 100,
             kind: group(3, Protocol::Consumer),
+        },
+        Workload {
+            id: "S3",
+            title: "share group (KIP-932) of three members in one process draining an uncompressed topic, implicit acknowledgement (each record accepted)",
+            records: q(1_000_000, 100_000),
+            value_bytes: 100,
+            kind: Kind::Share { members: 3 },
         },
     ]
 }

@@ -20,20 +20,21 @@ const POLL: Duration = Duration::from_millis(100);
 const COMMIT: Duration = Duration::from_secs(30);
 
 /// What the members share: the stop condition and the idle clock.
-struct Shared {
+pub(crate) struct Shared {
     want: u64,
-    start: Instant,
-    total: AtomicU64,
+    pub(crate) start: Instant,
+    /// Records counted towards `want` (a share member counts first deliveries only).
+    pub(crate) total: AtomicU64,
     /// Milliseconds from `start` to the latest record any member saw.
     last_seen_ms: AtomicU64,
     idle: Duration,
 }
 
 impl Shared {
-    fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.total.load(Relaxed) >= self.want
     }
-    fn idle_too_long(&self) -> bool {
+    pub(crate) fn idle_too_long(&self) -> bool {
         let last = Duration::from_millis(self.last_seen_ms.load(Relaxed));
         self.start.elapsed().saturating_sub(last) > self.idle
     }
@@ -41,11 +42,13 @@ impl Shared {
 
 /// What one member read: per partition, the runs of consecutive offsets.
 #[derive(Default)]
-struct Tally {
-    count: u64,
+pub(crate) struct Tally {
+    pub(crate) count: u64,
     bytes: u64,
     bad: u64,
-    errors: u64,
+    pub(crate) errors: u64,
+    /// Share groups: records handed out with a delivery count above 1.
+    pub(crate) redelivered: u64,
     error: String,
     first_s: Option<f64>,
     last_s: f64,
@@ -53,7 +56,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn fail(&mut self, e: String) {
+    pub(crate) fn fail(&mut self, e: String) {
         self.errors += 1;
         if self.error.is_empty() {
             self.error = e;
@@ -64,26 +67,36 @@ impl Tally {
         if records.is_empty() {
             return;
         }
+        self.saw_records(shared);
+        for r in records {
+            self.record(r, value_bytes);
+        }
+        shared.total.fetch_add(records.len() as u64, Relaxed);
+    }
+
+    /// A poll returned records now: the member's and the shared clock.
+    pub(crate) fn saw_records(&mut self, shared: &Shared) {
         let now = shared.start.elapsed();
         self.first_s.get_or_insert(now.as_secs_f64());
         self.last_s = now.as_secs_f64();
         shared
             .last_seen_ms
             .fetch_max(now.as_millis() as u64, Relaxed);
-        for r in records {
-            let len = r.value.as_ref().map_or(0, |v| v.len());
-            self.bytes += len as u64;
-            if value_bytes > 0 && len != value_bytes {
-                self.bad += 1;
-            }
-            let runs = self.runs.entry(r.partition).or_default();
-            match runs.last_mut() {
-                Some(run) if run.1 + 1 == r.offset => run.1 = r.offset,
-                _ => runs.push((r.offset, r.offset)),
-            }
+    }
+
+    /// One record: its value checked, its offset added to its partition's runs.
+    pub(crate) fn record(&mut self, r: &ConsumerRecord, value_bytes: usize) {
+        let len = r.value.as_ref().map_or(0, |v| v.len());
+        self.bytes += len as u64;
+        if value_bytes > 0 && len != value_bytes {
+            self.bad += 1;
         }
-        self.count += records.len() as u64;
-        shared.total.fetch_add(records.len() as u64, Relaxed);
+        self.count += 1;
+        let runs = self.runs.entry(r.partition).or_default();
+        match runs.last_mut() {
+            Some(run) if run.1 + 1 == r.offset => run.1 = r.offset,
+            _ => runs.push((r.offset, r.offset)),
+        }
     }
 }
 
@@ -247,7 +260,7 @@ pub(crate) fn consume(a: &Args) -> Result<String, String> {
 }
 
 impl Shared {
-    fn new(want: u64, idle: Duration) -> Shared {
+    pub(crate) fn new(want: u64, idle: Duration) -> Shared {
         Shared {
             want,
             start: Instant::now(),
@@ -259,8 +272,9 @@ impl Shared {
 }
 
 /// The members' tallies as one contract result line (runs concatenated per partition).
-fn result_line(tallies: Vec<Tally>) -> String {
+pub(crate) fn result_line(tallies: Vec<Tally>) -> String {
     let (mut count, mut bytes, mut errors, mut bad) = (0u64, 0u64, 0u64, 0u64);
+    let mut redelivered = 0u64;
     let (mut first_s, mut last_s) = (f64::INFINITY, 0.0f64);
     let mut error = String::new();
     let mut runs: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
@@ -270,6 +284,7 @@ fn result_line(tallies: Vec<Tally>) -> String {
         bytes += t.bytes;
         errors += t.errors;
         bad += t.bad;
+        redelivered += t.redelivered;
         if error.is_empty() {
             error = t.error;
         }
@@ -304,7 +319,7 @@ fn result_line(tallies: Vec<Tally>) -> String {
         .collect();
     format!(
         "{{\"peer\":\"ours\",\"version\":{},\"op\":\"consume\",\"records\":{count},\"bytes\":{bytes},\"errors\":{errors},\
-\"elapsed_s\":{last_s:.6},\"first_s\":{first_s:.6},\"steady_rps\":{steady:.1},\"bad_values\":{bad},\"member_records\":[{}],\"partitions\":[{}],\"error\":{}}}",
+\"elapsed_s\":{last_s:.6},\"first_s\":{first_s:.6},\"steady_rps\":{steady:.1},\"bad_values\":{bad},\"redelivered\":{redelivered},\"member_records\":[{}],\"partitions\":[{}],\"error\":{}}}",
         json_str(&version()),
         per_member.join(","),
         plist.join(","),

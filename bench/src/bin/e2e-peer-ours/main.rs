@@ -5,11 +5,13 @@
 //! `kafka_blocking::Producer` ([`adapter`]), as an application uses it (also closed
 //! loop with `--api adapter`); `consume` ([`consume`]) is
 //! `kafka_blocking::Consumer` (assign) or `kafka_blocking::GroupConsumer` (`--group`), as
-//! an application would use them.
+//! an application would use them; `share` ([`share`]) is `kafka_blocking::ShareConsumer`
+//! members of a share group (KIP-932).
 
 mod adapter;
 mod consume;
 mod produce;
+mod share;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -25,7 +27,7 @@ impl Args {
         let mut it = std::env::args().skip(1);
         let op = it
             .next()
-            .ok_or("usage: e2e-peer-ours produce|consume|version [--key value]...")?;
+            .ok_or("usage: e2e-peer-ours produce|consume|share|version [--key value]...")?;
         let mut kv = BTreeMap::new();
         let mut set = Vec::new();
         while let Some(k) = it.next() {
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         }
         "produce" => produce::produce(&args),
         "consume" => consume::consume(&args),
+        "share" => share::share(&args),
         other => Err(format!("unknown op {other}")),
     };
     match r {
