@@ -192,7 +192,9 @@ impl ShareConsumer {
 
     /// Acknowledges a record [`ShareConsumer::poll`] returned (explicit mode): accept,
     /// release (deliver again) or reject. Sent with the next fetch, or by
-    /// [`ShareConsumer::commit_sync`].
+    /// [`ShareConsumer::commit_sync`]. `AcknowledgeType::Renew` keeps the record and
+    /// restarts its acquisition lock (sent at once; Kafka 4.2+); a later poll returns it
+    /// again, to be accepted, released, rejected or renewed once more.
     pub fn acknowledge(&self, record: &ShareRecord, kind: AcknowledgeType) -> Result<(), Error> {
         let (topic, partition, offset) = (record.topic.clone(), record.partition, record.offset);
         self.command(move |s, _| s.acknowledge(&topic, partition, offset, kind))?
@@ -245,6 +247,13 @@ impl ShareConsumer {
     /// The partitions assigned now.
     pub fn assignment(&self) -> Result<Vec<(Arc<str>, i32)>, Error> {
         self.command(|s, _| s.assignment())
+    }
+
+    /// The acquisition lock timeout the brokers last reported (the group's
+    /// `share.record.lock.duration.ms`); `None` before the first fetch answer (Java's
+    /// `acquisitionLockTimeoutMs()`).
+    pub fn acquisition_lock_timeout(&self) -> Result<Option<Duration>, Error> {
+        self.command(|s, _| s.acquisition_lock_timeout())
     }
 
     /// Closes: acknowledgements owed are sent (implicit: accept what was handed out;

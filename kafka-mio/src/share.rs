@@ -63,7 +63,9 @@ impl ShareConsumerView<'_> {
 
     /// Acknowledges a record [`ShareConsumerView::poll`] handed out (explicit mode):
     /// accept, release (deliver again) or reject. Sent with the next fetch to its leader,
-    /// or at once by [`ShareConsumerView::commit`]. `ShareError::Closed` if not running.
+    /// or at once by [`ShareConsumerView::commit`]. `AcknowledgeType::Renew` keeps the
+    /// record and restarts its acquisition lock (sent at once; Kafka 4.2+); a later poll
+    /// hands it out again. `ShareError::Closed` if not running.
     pub fn acknowledge(
         &mut self,
         record: &ShareRecord,
@@ -95,6 +97,13 @@ impl ShareConsumerView<'_> {
     /// The partitions assigned now.
     pub fn assignment(&mut self) -> Vec<TopicPartition> {
         self.command(|s, _| s.assignment()).unwrap_or_default()
+    }
+
+    /// The acquisition lock timeout the brokers last reported (the group's
+    /// `share.record.lock.duration.ms`); `None` before the first fetch answer or if not
+    /// running (Java's `acquisitionLockTimeoutMs()`).
+    pub fn acquisition_lock_timeout(&mut self) -> Option<std::time::Duration> {
+        self.command(|s, _| s.acquisition_lock_timeout()).flatten()
     }
 
     /// The member id and epoch (`None` if not running).

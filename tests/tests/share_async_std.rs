@@ -73,6 +73,9 @@ fn a_member_takes_every_record_once_and_explicit_release_comes_back() {
             assert!(Instant::now() < deadline, "only {} records", got.len());
             got.extend(c.poll(Duration::from_millis(500)).await.expect("poll"));
         }
+        // The broker's default acquisition lock (the rig keeps Kafka's 30 s).
+        let lock = c.acquisition_lock_timeout().await.expect("lock timeout");
+        assert_eq!(lock, Some(Duration::from_secs(30)));
         c.acknowledge(&got[0], AcknowledgeType::Reject)
             .await
             .expect("reject");

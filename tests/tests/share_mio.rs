@@ -262,6 +262,13 @@ fn explicit_release_is_redelivered_with_count_two_and_reject_never() {
     let offsets: Vec<i64> = got.iter().map(|r| r.offset).collect();
     assert_eq!(offsets, vec![0, 1, 2]);
     assert!(got.iter().all(|r| r.delivery_count == 1));
+    // The broker's default acquisition lock (the rig keeps Kafka's 30 s).
+    let id = lp.members[c].id;
+    let lock = lp.members[c]
+        .driver
+        .share_consumer(id)
+        .acquisition_lock_timeout();
+    assert_eq!(lock, Some(Duration::from_secs(30)));
     lp.acknowledge(c, &got[0], AcknowledgeType::Accept);
     lp.acknowledge(c, &got[1], AcknowledgeType::Release);
     lp.acknowledge(c, &got[2], AcknowledgeType::Reject);

@@ -21,6 +21,11 @@ pub enum AcknowledgeType {
     /// An offset in an acquired range that holds no deliverable record (a control
     /// record or a compacted gap) (0).
     Gap,
+    /// Still processing: the record stays acquired by this member and its acquisition
+    /// lock starts again (KIP-1222, ShareFetch/ShareAcknowledge v2; 4). Not a final
+    /// acknowledgement: once the renewal completes the record is handed out again by a
+    /// later poll and still needs an accept, release or reject (or another renewal).
+    Renew,
 }
 
 impl AcknowledgeType {
@@ -31,6 +36,7 @@ impl AcknowledgeType {
             AcknowledgeType::Accept => 1,
             AcknowledgeType::Release => 2,
             AcknowledgeType::Reject => 3,
+            AcknowledgeType::Renew => 4,
         }
     }
 }
@@ -150,6 +156,41 @@ impl Acks {
         keys.into_iter()
             .filter_map(|k| self.pending.remove_entry(&k))
             .collect()
+    }
+
+    /// Takes the renewals (`Renew` ranges) of the partitions `which` accepts.
+    pub(crate) fn take_renewals(
+        &mut self,
+        mut which: impl FnMut(&TopicPartition) -> bool,
+    ) -> Pending {
+        let mut out = Pending::new();
+        for (tp, ranges) in self.pending.iter_mut().filter(|(tp, _)| which(tp)) {
+            let (renew, keep): (Vec<AckRange>, Vec<AckRange>) = std::mem::take(ranges)
+                .into_iter()
+                .partition(|r| r.kind == AcknowledgeType::Renew);
+            *ranges = keep;
+            if !renew.is_empty() {
+                out.insert(tp.clone(), renew);
+            }
+        }
+        self.pending.retain(|_, r| !r.is_empty());
+        out
+    }
+
+    /// Whether a renewal of a partition `which` accepts waits to be sent.
+    pub(crate) fn has_renewal(&self, mut which: impl FnMut(&TopicPartition) -> bool) -> bool {
+        self.pending
+            .iter()
+            .any(|(tp, r)| which(tp) && r.iter().any(|r| r.kind == AcknowledgeType::Renew))
+    }
+
+    /// Renewals not sent yet become `kind` (a release at close).
+    pub(crate) fn replace_renewals(&mut self, kind: AcknowledgeType) {
+        for r in self.pending.values_mut().flatten() {
+            if r.kind == AcknowledgeType::Renew {
+                r.kind = kind;
+            }
+        }
     }
 
     /// Puts acknowledgements back (their request failed before the broker read them).

@@ -30,6 +30,15 @@ pub enum ShareError {
         /// How many records await an acknowledgement.
         count: usize,
     },
+    /// A renewal ([`AcknowledgeType::Renew`](super::AcknowledgeType::Renew)) for a
+    /// partition whose leader does not support it (ShareAcknowledge v2, KIP-1222, Kafka
+    /// 4.2 and newer). Nothing was sent: the record is still acquired by this member and
+    /// is handed out again, to be accepted, released or rejected before its lock expires.
+    #[error("broker {node} cannot renew acquisition locks (needs ShareAcknowledge v2, KIP-1222)")]
+    RenewUnsupported {
+        /// The partition's leader.
+        node: i32,
+    },
     /// `acknowledge` was called in `implicit` acknowledgement mode.
     #[error("acknowledge needs share.acknowledgement.mode=explicit")]
     ImplicitMode,

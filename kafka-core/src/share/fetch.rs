@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::acks::{batches, AckRange, Acks, Pending};
+use super::acks::{batches, AckRange, AcknowledgeType, Acks, Pending};
 use super::ShareError;
 use crate::client::{OpContext, RequestId, RequestOptions};
 use crate::cluster::Route;
@@ -28,7 +28,7 @@ use crate::protocol::messages::share_fetch::request::{
     AcknowledgementBatch, FetchPartition, FetchTopic, ForgottenTopic,
 };
 use crate::protocol::messages::share_fetch::ShareFetchRequest;
-use crate::protocol::{KafkaCode, Uuid};
+use crate::protocol::{ApiKey, KafkaCode, Uuid};
 use crate::record::DecodeOptions;
 
 /// The epoch that closes a session.
@@ -105,6 +105,8 @@ pub(crate) struct Sessions {
     max_bytes: i32,
     max_records: i32,
     request_timeout: Duration,
+    /// The acquisition lock timeout the brokers last reported.
+    lock_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -127,6 +129,19 @@ impl Sessions {
             max_bytes: c.fetch_max_bytes,
             max_records: i32::try_from(c.max_poll_records).unwrap_or(i32::MAX),
             request_timeout: config.common().request_timeout,
+            lock_timeout: None,
+        }
+    }
+
+    /// The acquisition lock timeout the last ShareFetch or ShareAcknowledge answer
+    /// reported (the group's `share.record.lock.duration.ms`), if any did.
+    pub(crate) fn lock_timeout(&self) -> Option<Duration> {
+        self.lock_timeout
+    }
+
+    fn note_lock_timeout(&mut self, ms: i32) {
+        if let Ok(ms @ 1..) = u64::try_from(ms) {
+            self.lock_timeout = Some(Duration::from_millis(ms));
         }
     }
 
@@ -248,6 +263,11 @@ impl Sessions {
                 s.partitions.remove(tp);
             }
             let mut sent = f.sent;
+            match &answer {
+                Ok(Answer::Fetch(r)) => self.note_lock_timeout(r.acquisition_lock_timeout_ms),
+                Ok(Answer::Ack(r)) => self.note_lock_timeout(r.acquisition_lock_timeout_ms),
+                Err(_) => {}
+            }
             match answer {
                 Ok(Answer::Fetch(r)) => {
                     for t in r.responses {
@@ -369,13 +389,30 @@ impl Sessions {
             });
             return;
         }
+        if acks.has_renewal(is_node) {
+            // Renewals need ShareAcknowledge v2; an older leader never sees them.
+            match cx.broker_supports(node, ApiKey::ShareAcknowledge, 2) {
+                Some(true) => {}
+                Some(false) => {
+                    let refused = acks.take_renewals(is_node);
+                    let e = ShareError::RenewUnsupported { node };
+                    outcomes.extend(refused.into_iter().map(|(tp, r)| (tp, r, Err(e.clone()))));
+                }
+                // Versions unknown: no connection, so no session (epoch 0) either; the
+                // renewals wait for the one the next ShareFetch opens.
+                None => {}
+            }
+        }
         let has_acks = acks.pending.keys().any(is_node);
         // Acknowledgements for partitions no longer fetched here, or wanted at once.
         let stray = acks
             .pending
             .keys()
             .any(|tp| is_node(tp) && !wants.desired.contains(tp));
-        if s.epoch > 0 && has_acks && (wants.urgent || stray || wants.draining) {
+        // Renewals go at once, in a ShareAcknowledge (a ShareFetch carrying them may
+        // fetch nothing, KIP-1222), before the locks they renew expire.
+        let renew = acks.has_renewal(is_node);
+        if s.epoch > 0 && has_acks && (wants.urgent || renew || stray || wants.draining) {
             let sent = acks.take_pending(is_node);
             let epoch = s.epoch;
             let request = self.ack_request(member_id, epoch, &sent);
@@ -565,10 +602,15 @@ impl Sessions {
                     ..Default::default()
                 });
         }
+        let is_renew_ack = sent
+            .values()
+            .flatten()
+            .any(|r| r.kind == AcknowledgeType::Renew);
         ShareAcknowledgeRequest {
             group_id: Some(self.group.clone()),
             member_id: Some(member_id.to_string()),
             share_session_epoch: epoch,
+            is_renew_ack,
             topics: topics
                 .into_iter()
                 .map(|(topic_id, partitions)| ack_req::AcknowledgeTopic {

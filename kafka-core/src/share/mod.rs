@@ -19,6 +19,7 @@ mod acks;
 mod error;
 mod fetch;
 mod membership;
+mod renew;
 mod report;
 
 #[cfg(test)]
@@ -35,6 +36,7 @@ pub use report::{AckCompletion, MAX_ACK_REPORT_RANGES};
 use acks::{undelivered, Acks};
 use fetch::{leader_of, AckOutcome, Fetched, Sessions, Wants};
 use membership::{MemberEvent, ShareMember};
+use renew::Renewals;
 
 use crate::client::{Notice, OpContext, Operation};
 use crate::config::{ClientConfig, ShareAcknowledgementMode};
@@ -118,6 +120,7 @@ pub struct ShareConsumer {
     assigned: BTreeSet<TopicPartition>,
     fetched: VecDeque<Fetched>,
     acks: Acks,
+    renewals: Renewals,
     commits: Vec<Commit>,
     /// Per partition, the worst outcome of acknowledgements of handed-out records that
     /// completed on a fetch since the last commit (bounded by the partitions).
@@ -156,6 +159,7 @@ impl ShareConsumer {
             assigned: BTreeSet::new(),
             fetched: VecDeque::new(),
             acks: Acks::default(),
+            renewals: Renewals::default(),
             commits: Vec::new(),
             since_commit: AckResults::new(),
             next_commit: 0,
@@ -196,15 +200,32 @@ impl ShareConsumer {
         (&self.member.member_id, self.member.epoch)
     }
 
-    /// How many handed-out records await an acknowledgement (explicit mode).
+    /// How many handed-out records await an acknowledgement (explicit mode). Records
+    /// acknowledged with [`AcknowledgeType::Renew`] are not counted: they are handed out
+    /// again once renewed.
     pub fn unacknowledged(&self) -> usize {
         self.acks.unacknowledged()
+    }
+
+    /// How many renewals ([`AcknowledgeType::Renew`]) are not answered yet.
+    pub fn renewals_in_progress(&self) -> usize {
+        self.renewals.in_progress()
+    }
+
+    /// The acquisition lock timeout the brokers last reported in a ShareFetch or
+    /// ShareAcknowledge answer (the group's `share.record.lock.duration.ms`): how long
+    /// this member holds a record it was handed before it goes back to the group. `None`
+    /// before the first answer (Java's `acquisitionLockTimeoutMs()`).
+    pub fn acquisition_lock_timeout(&self) -> Option<Duration> {
+        self.sessions.lock_timeout()
     }
 
     /// Hands out up to `max.poll.records` records into `out`; returns how many. In
     /// implicit mode, every record the previous poll handed out is accepted first. In
     /// explicit mode, refused with [`ShareError::Unacknowledged`] (nothing handed out,
-    /// nothing changed) while records handed out before await an acknowledgement.
+    /// nothing changed) while records handed out before await an acknowledgement (a
+    /// renewal counts as one); records whose renewal completed are handed out again
+    /// first, and a poll that hands them out hands out nothing else (as Java's).
     pub fn poll(
         &mut self,
         cx: &mut OpContext<'_>,
@@ -220,6 +241,19 @@ impl ShareConsumer {
         if self.mode == ShareAcknowledgementMode::Implicit {
             self.acks.settle_handed(AcknowledgeType::Accept);
         }
+        if self.renewals.has_ready() {
+            let again = self.renewals.take_ready(self.max_poll_records);
+            let n = again.len();
+            for r in again {
+                let tp: TopicPartition = (r.topic.clone(), r.partition);
+                self.acks.hand_out(&tp, r.offset);
+                self.renewals.hand_out(&tp, &r);
+                out.push(r);
+            }
+            self.flush(cx);
+            return Ok(n);
+        }
+        let explicit = self.mode == ShareAcknowledgementMode::Explicit;
         let mut n = 0;
         while n < self.max_poll_records {
             let Some(f) = self.fetched.front_mut() else {
@@ -239,10 +273,14 @@ impl ShareConsumer {
                     }
                     f.delivered.push(r.offset);
                     self.acks.hand_out(&f.tp, r.offset);
-                    out.push(ShareRecord {
+                    let r = ShareRecord {
                         record: r,
                         delivery_count: count,
-                    });
+                    };
+                    if explicit {
+                        self.renewals.hand_out(&f.tp, &r);
+                    }
+                    out.push(r);
                     n += 1;
                 }
                 Some(Err(_)) | None => {
@@ -256,7 +294,11 @@ impl ShareConsumer {
     }
 
     /// Acknowledges a record handed out (explicit mode). Sent with the next fetch to its
-    /// leader, or at once by [`ShareConsumer::commit`].
+    /// leader, or at once by [`ShareConsumer::commit`]. [`AcknowledgeType::Renew`] goes
+    /// at once (a ShareAcknowledge with `IsRenewAck`); once the broker confirms it, the
+    /// record is handed out again by a later poll. A leader older than ShareAcknowledge
+    /// v2 cannot renew: the renewal completes with [`ShareError::RenewUnsupported`] (in
+    /// [`ShareEvent::Acknowledged`]) and the record is handed out again as it is.
     pub fn acknowledge(
         &mut self,
         topic: &str,
@@ -267,6 +309,9 @@ impl ShareConsumer {
         if self.mode == ShareAcknowledgementMode::Implicit {
             return Err(ShareError::ImplicitMode);
         }
+        if kind == AcknowledgeType::Renew && self.closing.is_some() {
+            return Err(ShareError::Closed);
+        }
         let tp: TopicPartition = (topic.into(), partition);
         if kind == AcknowledgeType::Gap || !self.acks.acknowledge(&tp, offset, kind) {
             return Err(ShareError::NotAcquired {
@@ -275,6 +320,7 @@ impl ShareConsumer {
                 offset,
             });
         }
+        self.renewals.acknowledged(&tp, offset, kind);
         Ok(())
     }
 
@@ -309,9 +355,9 @@ impl ShareConsumer {
         self.events.pop_front()
     }
 
-    /// Whether records wait to be handed out.
+    /// Whether records wait to be handed out (fetched, or renewed to be handed out again).
     pub fn has_pending(&self) -> bool {
-        !self.fetched.is_empty()
+        !self.fetched.is_empty() || self.renewals.has_ready()
     }
 
     /// Closes: what was handed out is accepted (implicit) or released (explicit, not
@@ -326,12 +372,26 @@ impl ShareConsumer {
             ShareAcknowledgementMode::Implicit => AcknowledgeType::Accept,
             ShareAcknowledgementMode::Explicit => AcknowledgeType::Release,
         };
+        // Renewals not sent yet and renewed records not handed out again are released.
+        self.acks.replace_renewals(AcknowledgeType::Release);
+        self.release_renewed();
         self.acks.settle_handed(kind);
+        self.renewals.forget_handed();
         while let Some(f) = self.fetched.pop_front() {
             self.release_fetched(f);
         }
         self.closing = Some((Closing::Acknowledging, cx.now() + self.close_timeout));
         self.flush(cx);
+    }
+
+    /// Records renewed and not handed out again are released (closing).
+    fn release_renewed(&mut self) {
+        for r in self.renewals.take_all_ready() {
+            let tp: TopicPartition = (r.topic.clone(), r.partition);
+            self.acks.hand_out(&tp, r.offset);
+            self.acks
+                .acknowledge(&tp, r.offset, AcknowledgeType::Release);
+        }
     }
 
     /// The chunk is used up: acquired offsets it passed over without a record (control
@@ -385,6 +445,7 @@ impl ShareConsumer {
                     self.fetched.clear();
                     let lost = std::mem::take(&mut self.acks.pending);
                     self.acks.clear();
+                    self.renewals.clear();
                     for (tp, ranges) in lost {
                         self.outcomes
                             .push((tp, ranges, Err(ShareError::Fenced(code))));
@@ -409,6 +470,7 @@ impl ShareConsumer {
         let mut stray = AckResults::new();
         for (tp, ranges, result) in std::mem::take(&mut self.outcomes) {
             self.report(&tp, &ranges, &result);
+            self.renewals.completed(&tp, &ranges, &result);
             let mut taken = false;
             for c in &mut self.commits {
                 if c.waiting.remove(&tp) {
@@ -479,6 +541,7 @@ impl ShareConsumer {
             left.entry(tp).or_default().extend(ranges);
         }
         self.acks.clear();
+        self.renewals.clear();
         for (tp, ranges) in left {
             self.outcomes.push((tp, ranges, Err(ShareError::Closed)));
         }
@@ -594,6 +657,8 @@ impl Operation for ShareConsumer {
         }
         if let Some((stage, deadline)) = self.closing {
             self.route_outcomes();
+            // Renewals answered while closing: the records are released.
+            self.release_renewed();
             let now = cx.now();
             if stage == Closing::Acknowledging {
                 self.flush(cx);
@@ -614,7 +679,7 @@ impl Operation for ShareConsumer {
         self.member.poll(cx, &self.topics, &mut self.member_events);
         self.on_member_events();
         self.flush(cx);
-        let records = !self.fetched.is_empty();
+        let records = !self.fetched.is_empty() || self.renewals.has_ready();
         if !self.events.is_empty() || (records && !self.records_announced) {
             cx.notify();
         }

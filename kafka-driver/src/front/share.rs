@@ -190,6 +190,12 @@ impl AsyncShareConsumer {
         }
     }
 
+    /// The acquisition lock timeout the brokers last reported (`None` before the first
+    /// fetch answer).
+    pub async fn acquisition_lock_timeout(&self) -> Result<Option<Duration>, ShareCallError> {
+        self.command(|s, _| s.acquisition_lock_timeout()).await
+    }
+
     /// Acknowledges a record `poll` returned (explicit mode).
     pub async fn acknowledge(
         &self,
@@ -394,7 +400,18 @@ macro_rules! async_share_consumer {
                 self.inner.set_acknowledgement_commit_callback(callback)
             }
 
-            /// Acknowledges a record `poll` returned (explicit mode).
+            /// The acquisition lock timeout the brokers last reported (the group's
+            /// `share.record.lock.duration.ms`); `None` before the first fetch answer
+            /// (Java's `acquisitionLockTimeoutMs()`).
+            pub async fn acquisition_lock_timeout(
+                &self,
+            ) -> Result<Option<::std::time::Duration>, Error> {
+                self.inner.acquisition_lock_timeout().await.map_err(failed)
+            }
+
+            /// Acknowledges a record `poll` returned (explicit mode): accept, release or
+            /// reject; `AcknowledgeType::Renew` keeps it and restarts its acquisition
+            /// lock (Kafka 4.2+), and a later poll returns it again.
             pub async fn acknowledge(
                 &self,
                 record: &::kafka_core::share::ShareRecord,

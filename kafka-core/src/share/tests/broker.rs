@@ -43,6 +43,8 @@ pub(crate) struct Rec {
     pub(super) state: State,
     pub(super) count: i16,
     pub(super) owner: String,
+    /// Renewals (type 4) of the current acquisition.
+    pub(super) renewals: u32,
 }
 
 pub(crate) struct Broker {
@@ -61,6 +63,10 @@ pub(crate) struct Broker {
     pub(super) assign_only: Option<Vec<i32>>,
     /// Answer every ShareFetch with hostile acquired ranges and garbage records.
     pub(super) hostile: bool,
+    /// The newest ShareFetch/ShareAcknowledge version advertised (2: renewals).
+    pub(super) share_max_version: i16,
+    /// The acquisition lock timeout reported in every answer.
+    pub(super) lock_ms: i32,
 }
 
 impl Broker {
@@ -69,6 +75,7 @@ impl Broker {
             state: State::Available,
             count: 0,
             owner: String::new(),
+            renewals: 0,
         };
         Broker {
             logs: (0..partitions)
@@ -82,6 +89,8 @@ impl Broker {
             faults: BTreeMap::new(),
             assign_only: None,
             hostile: false,
+            share_max_version: 2,
+            lock_ms: 15_000,
         }
     }
 
@@ -96,7 +105,17 @@ impl Broker {
 
     pub(super) fn answer(&mut self, seen: &Seen) -> Vec<u8> {
         match seen.api() {
-            ApiKey::ApiVersions => frame(seen, &broker_versions()),
+            ApiKey::ApiVersions => {
+                let mut v = broker_versions();
+                for k in &mut v.api_keys {
+                    if k.api_key == ApiKey::ShareFetch as i16
+                        || k.api_key == ApiKey::ShareAcknowledge as i16
+                    {
+                        k.max_version = k.max_version.min(self.share_max_version);
+                    }
+                }
+                frame(seen, &v)
+            }
             ApiKey::Metadata => frame(seen, &self.metadata()),
             ApiKey::FindCoordinator => coordinator_b1(seen),
             ApiKey::ShareGroupHeartbeat => {
@@ -218,7 +237,17 @@ impl Broker {
     }
 
     /// Applies one partition's acknowledgement batches; the partition's ack error.
-    fn apply(&mut self, member: &str, p: i32, batches: &[(i64, i64, Vec<i8>)]) -> KafkaCode {
+    fn apply(
+        &mut self,
+        member: &str,
+        p: i32,
+        batches: &[(i64, i64, Vec<i8>)],
+        renew_flag: bool,
+    ) -> KafkaCode {
+        let renews = batches.iter().any(|b| b.2.contains(&4));
+        if renews && !renew_flag {
+            return KafkaCode::INVALID_REQUEST;
+        }
         let log = &mut self.logs[p as usize];
         for (first, last, types) in batches {
             for o in *first..=*last {
@@ -233,6 +262,12 @@ impl Broker {
                 if r.state != State::Acquired || r.owner != member {
                     return KafkaCode::INVALID_RECORD_STATE;
                 }
+                if t == 4 {
+                    // Renewed: still acquired by the member, the lock starts again.
+                    r.renewals += 1;
+                    continue;
+                }
+                r.renewals = 0;
                 r.state = match t {
                     1 => State::Acknowledged,
                     2 => State::Available,
@@ -280,10 +315,8 @@ impl Broker {
                         .iter()
                         .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
                         .collect();
-                    ack_codes.insert(
-                        p.partition_index,
-                        self.apply(&member, p.partition_index, &b),
-                    );
+                    let code = self.apply(&member, p.partition_index, &b, req.is_renew_ack);
+                    ack_codes.insert(p.partition_index, code);
                 }
             }
         }
@@ -326,6 +359,7 @@ impl Broker {
             out.push(partition_data(p, &[], code));
         }
         ShareFetchResponse {
+            acquisition_lock_timeout_ms: self.lock_ms,
             responses: vec![ShareFetchableTopicResponse {
                 topic_id: TOPIC_ID,
                 partitions: out,
@@ -364,7 +398,7 @@ impl Broker {
                     .iter()
                     .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types.clone()))
                     .collect();
-                let code = self.apply(&member, p.partition_index, &b);
+                let code = self.apply(&member, p.partition_index, &b, req.is_renew_ack);
                 partitions.push(ack_resp::PartitionData {
                     partition_index: p.partition_index,
                     error_code: code.0,
@@ -373,6 +407,7 @@ impl Broker {
             }
         }
         ShareAcknowledgeResponse {
+            acquisition_lock_timeout_ms: self.lock_ms,
             responses: vec![ack_resp::ShareAcknowledgeTopicResponse {
                 topic_id: TOPIC_ID,
                 partitions,
@@ -388,6 +423,7 @@ impl Broker {
             for r in log.iter_mut().filter(|r| r.state == State::Acquired) {
                 r.owner = "another member".into();
                 r.count += 1;
+                r.renewals = 0;
             }
         }
     }

@@ -4,6 +4,7 @@
 
 mod acks;
 pub(super) mod broker;
+mod renew;
 mod scenarios;
 
 use std::collections::BTreeSet;
