@@ -4,6 +4,7 @@
 //! acquisitions by member, acknowledgements applied as Kafka's share partition does).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use crate::admin::groups::scripted::coordinator_b1;
 use crate::protocol::messages::metadata::response::{
@@ -24,7 +25,7 @@ use crate::protocol::messages::share_group_heartbeat::{
 };
 use crate::protocol::{ApiKey, KafkaCode, Message, Uuid};
 use crate::record::{BatchBuilder, BatchOptions};
-use crate::test_support::{broker_versions, response_frame, Seen};
+use crate::test_support::{broker_versions, origin, response_frame, Seen};
 
 use super::TOPIC;
 
@@ -45,6 +46,8 @@ pub(crate) struct Rec {
     pub(super) owner: String,
     /// Renewals (type 4) of the current acquisition.
     pub(super) renewals: u32,
+    /// When the current acquisition lock started (acquired or renewed).
+    pub(super) locked_at: Instant,
 }
 
 pub(crate) struct Broker {
@@ -67,6 +70,14 @@ pub(crate) struct Broker {
     pub(super) share_max_version: i16,
     /// The acquisition lock timeout reported in every answer.
     pub(super) lock_ms: i32,
+    /// Locks expire `lock_ms` after they start, on the world's clock ([`Broker::tick`]);
+    /// off, they never do.
+    pub(super) expiring_locks: bool,
+    /// `group.share.delivery.count.limit`: a record whose lock expires or that is released
+    /// after this many deliveries is archived.
+    pub(super) delivery_limit: i16,
+    /// The world's clock, as of the last [`Broker::tick`].
+    now: Instant,
 }
 
 impl Broker {
@@ -76,6 +87,7 @@ impl Broker {
             count: 0,
             owner: String::new(),
             renewals: 0,
+            locked_at: origin(),
         };
         Broker {
             logs: (0..partitions)
@@ -91,6 +103,30 @@ impl Broker {
             hostile: false,
             share_max_version: 2,
             lock_ms: 15_000,
+            expiring_locks: false,
+            delivery_limit: 5,
+            now: origin(),
+        }
+    }
+
+    /// The clock moved to `now`: with `expiring_locks`, every lock older than `lock_ms`
+    /// expires — the record becomes available again, or archived once it was delivered
+    /// `delivery_limit` times.
+    pub(super) fn tick(&mut self, now: Instant) {
+        self.now = now;
+        if !self.expiring_locks {
+            return;
+        }
+        let lock = Duration::from_millis(self.lock_ms as u64);
+        let limit = self.delivery_limit;
+        for log in &mut self.logs {
+            for r in log.iter_mut() {
+                if r.state == State::Acquired && now >= r.locked_at + lock {
+                    r.state = after_delivery(r.count, limit);
+                    r.owner.clear();
+                    r.renewals = 0;
+                }
+            }
         }
     }
 
@@ -265,12 +301,13 @@ impl Broker {
                 if t == 4 {
                     // Renewed: still acquired by the member, the lock starts again.
                     r.renewals += 1;
+                    r.locked_at = self.now;
                     continue;
                 }
                 r.renewals = 0;
                 r.state = match t {
                     1 => State::Acknowledged,
-                    2 => State::Available,
+                    2 => after_delivery(r.count, self.delivery_limit),
                     3 => State::Archived,
                     _ => State::Archived,
                 };
@@ -344,6 +381,7 @@ impl Broker {
                 if r.state == State::Available {
                     r.state = State::Acquired;
                     r.count += 1;
+                    r.locked_at = self.now;
                     r.owner = member.clone();
                     acquired.push((o as i64, r.count));
                     budget -= 1;
@@ -462,6 +500,16 @@ impl Broker {
 
 /// Acquired ranges no broker should send (huge, overlapping, reversed, negative) over a
 /// real batch followed by garbage.
+/// Where a record goes when its delivery ends without an acknowledgement (released, or
+/// its lock expired): available again, or archived after `limit` deliveries.
+fn after_delivery(count: i16, limit: i16) -> State {
+    if count >= limit {
+        State::Archived
+    } else {
+        State::Available
+    }
+}
+
 fn hostile() -> ShareFetchResponse {
     let mut p = partition_data(0, &[(0, 1), (1, 1), (2, 1)], KafkaCode::NONE);
     let mut bytes = p.records.to_vec();

@@ -30,6 +30,8 @@ pub(super) struct Node {
     pub(super) refused: Vec<ShareError>,
     /// The application polls on every step.
     pub(super) polling: bool,
+    /// A stalled process: nothing is read, sent or timed out until it is thawed.
+    pub(super) frozen: bool,
     pub(super) done: bool,
 }
 
@@ -77,6 +79,7 @@ impl World {
             events: Vec::new(),
             refused: Vec::new(),
             polling: true,
+            frozen: false,
             done: false,
         });
         self.nodes.len() - 1
@@ -108,9 +111,10 @@ impl World {
     }
 
     fn step(&mut self) {
+        self.broker.tick(self.now);
         self.serve();
         for n in &mut self.nodes {
-            if n.done {
+            if n.done || n.frozen {
                 continue;
             }
             if n.polling {
@@ -148,7 +152,7 @@ impl World {
             }
         }
         self.now += Duration::from_millis(1);
-        for n in &mut self.nodes {
+        for n in self.nodes.iter_mut().filter(|n| !n.frozen) {
             n.client.handle_timeout(self.now);
         }
     }
@@ -156,7 +160,7 @@ impl World {
     fn serve(&mut self) {
         for _ in 0..4 {
             let mut any = false;
-            for n in &mut self.nodes {
+            for n in self.nodes.iter_mut().filter(|n| !n.frozen) {
                 while let Some(cmd) = n.client.poll_io() {
                     match cmd {
                         IoCommand::Connect { conn, .. } => {

@@ -211,3 +211,28 @@ fn renew_needs_explicit_mode_and_a_record_awaiting_acknowledgement() {
         Err(ShareError::NotAcquired { offset: 0, .. })
     ));
 }
+
+#[test]
+fn renewing_before_the_lock_expires_keeps_the_record_from_another_member() {
+    let mut w = World::new(1, 1);
+    w.broker.expiring_locks = true;
+    w.broker.lock_ms = 2_000;
+    let a = explicit(&mut w);
+    w.run_until(5 * S, |w| w.nodes[a].records.len() == 1);
+    let b = explicit(&mut w);
+    // A renews every 1.5 s for 9 s, well past the 2 s lock; each renewal hands the
+    // record back to A, still at delivery count 1.
+    for n in 1..=6 {
+        ack(&mut w, a, &[0], AcknowledgeType::Renew);
+        w.run_until(S, |w| w.nodes[a].records.len() == n + 1);
+        w.run(1_500 * MS);
+        assert!(w.nodes[b].records.is_empty(), "B got A's renewed record");
+    }
+    assert!(w.nodes[a].records.iter().all(|r| r.delivery_count == 1));
+    ack(&mut w, a, &[0], AcknowledgeType::Accept);
+    w.run_until(5 * S, |w| {
+        w.broker.offsets_in(0, State::Acknowledged) == vec![0]
+    });
+    w.run(3 * S);
+    assert!(w.nodes[b].records.is_empty());
+}

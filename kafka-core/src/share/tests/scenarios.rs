@@ -335,3 +335,61 @@ fn hostile_acquired_ranges_and_garbage_records_do_not_panic_or_blow_up() {
         .unwrap_or(0);
     assert!((1..20).contains(&most), "{most}");
 }
+
+#[test]
+fn an_expired_lock_redelivers_with_a_rising_delivery_count_until_the_limit_archives_it() {
+    let mut w = World::new(1, 1);
+    w.broker.expiring_locks = true;
+    w.broker.lock_ms = 2_000;
+    w.broker.delivery_limit = 3;
+    let explicit = [("share.acknowledgement.mode", "explicit")];
+    let a = w.add(&explicit);
+    w.run_until(5 * S, |w| w.nodes[a].records.len() == 1);
+    let acquired = w.now;
+    assert_eq!(w.nodes[a].records[0].delivery_count, 1);
+    // A stalls holding the record; B joins and gets nothing while A's lock holds.
+    w.nodes[a].frozen = true;
+    let b = w.add(&explicit);
+    w.run_until(5 * S, |w| assigned(w, b));
+    w.run_until(5 * S, |w| w.now >= acquired + Duration::from_millis(1_900));
+    assert!(w.nodes[b].records.is_empty(), "delivered under A's lock");
+    // Expired: B gets it with the count risen; released, it comes back once more.
+    for (n, count) in [(1, 2), (2, 3)] {
+        w.run_until(5 * S, |w| w.nodes[b].records.len() == n);
+        let r = w.nodes[b].records.last().unwrap();
+        assert_eq!((r.offset, r.delivery_count), (0, count));
+        w.command(b, |s, _| s.acknowledge("t", 0, 0, AcknowledgeType::Release))
+            .unwrap();
+    }
+    // The third delivery was the limit: released, the record is archived, not redelivered.
+    w.run_until(5 * S, |w| {
+        w.broker.offsets_in(0, State::Archived) == vec![0]
+    });
+    w.run(3 * S);
+    assert_eq!(w.nodes[b].records.len(), 2);
+    // A wakes up and accepts its first delivery: the broker refuses, the commit says so.
+    w.nodes[a].frozen = false;
+    w.command(a, |s, _| s.acknowledge("t", 0, 0, AcknowledgeType::Accept))
+        .unwrap();
+    let id = w.command(a, |s, cx| s.commit(cx));
+    w.run_until(5 * S, |w| {
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, ShareEvent::Committed { id: c, .. } if *c == id))
+    });
+    let results = w.nodes[a]
+        .events
+        .iter()
+        .find_map(|e| match e {
+            ShareEvent::Committed { id: c, results } if *c == id => Some(results.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let r = results.values().next().unwrap();
+    assert!(
+        matches!(r, Err(ShareError::InvalidRecordState { partition: 0, .. })),
+        "{r:?}"
+    );
+    assert_eq!(w.broker.offsets_in(0, State::Archived), vec![0]);
+}
