@@ -14,16 +14,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use kafka_core::protocol::ApiKey;
 use kafka_tests::sim::grouping::GroupRun;
 use kafka_tests::sim::history::History;
 use kafka_tests::sim::producing::{ProduceRun, SCENARIO_SETTINGS};
 use kafka_tests::sim::seeds::for_each_seed;
-use kafka_tests::sim::world::World;
+use kafka_tests::sim::txn_state::CoordFaults;
+use kafka_tests::sim::world::{ClusterEvent, NetFaults, World};
 
 const TOPIC: &str = "t";
 const GROUP: &str = "g";
 const PARTITIONS: i32 = 6;
-const SEEDS: u64 = 200;
+const SEEDS: u64 = 150;
 const RECORDS: usize = 240;
 
 /// Member settings: KIP-848, automatic commits every 100 ms, small fetches so reading
@@ -53,6 +55,9 @@ struct Sweep {
     commits: u64,
     commits_refused: u64,
     reread: usize,
+    coordinator_moves: u64,
+    coordinator_errors: u64,
+    answers_lost: u64,
     virtual_ms: u128,
 }
 
@@ -103,10 +108,43 @@ fn tick(w: &mut World, members: &mut [GroupRun], judge: &mut Judge) {
     judge.check(w, members);
 }
 
-fn run(seed: u64, sweep: &mut Sweep) {
+fn run(seed: u64, faults: bool, sweep: &mut Sweep) {
     let mut w = World::new(seed, 3);
     w.cluster.create_topic(TOPIC, PARTITIONS);
     w.cluster.groups.heartbeat_interval_ms = 1_000;
+    if faults {
+        // The group's coordinator broker dies and comes back (the coordinator moves
+        // twice, loads, restarts every session), injected coordinator errors, and lost
+        // or dropped heartbeat, commit and offset-fetch answers.
+        let coordinator = w.cluster.coordinator_of(GROUP).expect("a coordinator");
+        let at = 300 + w.rng().below(4_000);
+        let down = 200 + w.rng().below(3_000);
+        w.schedule(Duration::from_millis(at), ClusterEvent::Kill(coordinator));
+        w.schedule(
+            Duration::from_millis(at + down),
+            ClusterEvent::Restart(coordinator),
+        );
+        w.cluster.txn.faults = CoordFaults {
+            not_coordinator: 40,
+            loading: 40,
+            lookup_unavailable: 40,
+            load_ms: 200,
+            ..Default::default()
+        };
+        w.cluster.txn.faults_on = true;
+        w.faults = NetFaults {
+            lose_answer: 40,
+            reset_before: 20,
+            apis: Some(vec![
+                ApiKey::ConsumerGroupHeartbeat,
+                ApiKey::OffsetCommit,
+                ApiKey::OffsetFetch,
+                ApiKey::FindCoordinator,
+            ]),
+            ..Default::default()
+        };
+        w.faults_on = true;
+    }
     let mut history = History::new();
     let mut judge = Judge {
         seed,
@@ -133,11 +171,11 @@ fn run(seed: u64, sweep: &mut Sweep) {
         p.send_all(&mut w, &mut history, TOPIC, quarter, &prefix, |w, _| {
             tick(w, &mut members, &mut judge)
         });
-        if phase == 3 {
+        let Some(&pause) = pause_ms.get(phase) else {
             break;
-        }
+        };
         // Let the group read a while, then the next membership change.
-        let pause = Duration::from_millis(pause_ms[phase]);
+        let pause = Duration::from_millis(pause);
         let t0 = w.elapsed();
         w.run_until(pause, |w| {
             tick(w, &mut members, &mut judge);
@@ -154,10 +192,17 @@ fn run(seed: u64, sweep: &mut Sweep) {
             _ => members.push(GroupRun::start(&mut w, "m4", GROUP, &[TOPIC], MEMBER)),
         }
     }
+    // Heal.
+    w.faults_on = false;
+    w.cluster.txn.faults_on = false;
     let settled = p.settle(&mut w, &mut history, Duration::from_secs(300), |w, _| {
         tick(w, &mut members, &mut judge)
     });
-    assert!(settled, "seed {seed}: {} records unresolved", p.outstanding());
+    assert!(
+        settled,
+        "seed {seed}: {} records unresolved",
+        p.outstanding()
+    );
     assert_eq!(p.acked, RECORDS, "seed {seed}: every record acknowledged");
     // Calm: the killed member's session expires, its partitions move, and the live
     // members read and commit to the log ends.
@@ -179,7 +224,10 @@ fn run(seed: u64, sweep: &mut Sweep) {
          (members {:?})",
         w.cluster.groups.groups.get(GROUP).map(|g| g.members.len())
     );
-    assert!(members[closer].done, "seed {seed}: the closed member finished");
+    assert!(
+        members[closer].done,
+        "seed {seed}: the closed member finished"
+    );
     // Every record consumed at least once, with the value written at its offset.
     let mut read: BTreeMap<(i32, i64), &[u8]> = BTreeMap::new();
     let mut reads = 0;
@@ -202,7 +250,10 @@ fn run(seed: u64, sweep: &mut Sweep) {
     }
     let c = &w.cluster.groups.counters;
     assert_eq!(c.commits_backwards, 0, "seed {seed}: a commit went back");
-    assert!(c.expired >= 1, "seed {seed}: the killed member's session expired");
+    assert!(
+        c.expired >= 1,
+        "seed {seed}: the killed member's session expired"
+    );
     sweep.runs += 1;
     sweep.joins += c.joins;
     sweep.leaves += c.leaves;
@@ -213,6 +264,11 @@ fn run(seed: u64, sweep: &mut Sweep) {
     sweep.commits_refused += c.commits_refused;
     sweep.reread += reads - read.len();
     sweep.virtual_ms += w.elapsed().as_millis();
+    sweep.coordinator_moves += w.cluster.txn.counters.moves;
+    sweep.coordinator_errors += w.cluster.txn.counters.injected_not_coordinator
+        + w.cluster.txn.counters.injected_loading
+        + w.cluster.txn.counters.wrong_coordinator;
+    sweep.answers_lost += w.net.answers_lost + w.net.requests_dropped;
 }
 
 /// Three KIP-848 members, one closes, one is killed, one joins: exclusive ownership at
@@ -221,10 +277,29 @@ fn run(seed: u64, sweep: &mut Sweep) {
 fn members_close_die_and_join_without_sharing_partitions_or_losing_commits() {
     let mut total = Sweep::default();
     let name = "members_close_die_and_join_without_sharing_partitions_or_losing_commits";
-    for_each_seed(name, SEEDS, |seed| run(seed, &mut total));
+    for_each_seed(name, SEEDS, |seed| run(seed, false, &mut total));
     eprintln!("{name}: {total:?}");
     assert!(
         total.leaves >= total.runs && total.expired >= total.runs && total.revocations > total.runs,
+        "{total:?}"
+    );
+}
+
+/// The same story while the group's coordinator broker dies and restarts (the
+/// coordinator moves and loads; NOT_COORDINATOR at the old one; sessions restart),
+/// coordinator errors are injected (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+/// COORDINATOR_NOT_AVAILABLE lookups) and heartbeat, commit and offset-fetch answers
+/// are lost or their requests dropped: the same judgement.
+#[test]
+fn the_group_coordinator_moves_and_answers_get_lost() {
+    let mut total = Sweep::default();
+    let name = "the_group_coordinator_moves_and_answers_get_lost";
+    for_each_seed(name, SEEDS, |seed| run(seed, true, &mut total));
+    eprintln!("{name}: {total:?}");
+    assert!(
+        total.coordinator_moves >= total.runs * 2
+            && total.coordinator_errors > total.runs
+            && total.answers_lost > total.runs,
         "{total:?}"
     );
 }

@@ -324,9 +324,9 @@ impl SimCluster {
             ApiKey::OffsetFetch => now(handlers::offset_fetch::handle(self, node, frame)),
             // Consumer groups (group_state).
             ApiKey::OffsetCommit => now(handlers::offset_commit::handle(self, node, frame)),
-            ApiKey::ConsumerGroupHeartbeat => {
-                now(handlers::consumer_group_heartbeat::handle(self, node, frame))
-            }
+            ApiKey::ConsumerGroupHeartbeat => now(handlers::consumer_group_heartbeat::handle(
+                self, node, frame,
+            )),
             other => panic!("the simulated cluster does not serve {other:?} yet"),
         }
     }

@@ -186,8 +186,7 @@ impl GroupCoordinator {
                 }
                 if let Some(topics) = &beat.topics {
                     if *topics != m.topics {
-                        g.members.get_mut(&beat.member_id).expect("known").topics =
-                            topics.clone();
+                        g.members.get_mut(&beat.member_id).expect("known").topics = topics.clone();
                         g.rebalance(partitions);
                     }
                 }
