@@ -9,7 +9,7 @@
 //! partition held by two members in the coordinator's view, no committed offset moving
 //! backwards; at the end: every record consumed at least once and the committed
 //! offsets at the log ends (no commit lost). Replay one seed with `SIM_SEED=<n>`;
-//! `SIM_SEEDS=<count>` for more (`SIM_SEEDS=20000` is the 100x run).
+//! `SIM_SEEDS=<count>` for more (`SIM_SEEDS=30000` is the 100x run).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -25,7 +25,7 @@ use kafka_tests::sim::world::{ClusterEvent, NetFaults, World};
 const TOPIC: &str = "t";
 const GROUP: &str = "g";
 const PARTITIONS: i32 = 6;
-const SEEDS: u64 = 150;
+const SEEDS: u64 = 300;
 const RECORDS: usize = 240;
 
 /// Member settings: KIP-848, automatic commits every 100 ms, small fetches so reading
