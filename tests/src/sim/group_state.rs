@@ -349,3 +349,92 @@ impl ConsumerGroup {
         acked
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(t: &str) -> Option<i32> {
+        (t == "t").then_some(6)
+    }
+
+    fn tps(ps: &[i32]) -> BTreeSet<Tp> {
+        ps.iter().map(|p| ("t".to_string(), *p)).collect()
+    }
+
+    fn beat(
+        c: &mut GroupCoordinator,
+        id: &str,
+        epoch: i32,
+        owned: &[i32],
+    ) -> Result<BeatAnswer, KafkaCode> {
+        let b = Beat {
+            member_id: id.into(),
+            epoch,
+            topics: Some(["t".to_string()].into()),
+            owned: Some(tps(owned)),
+        };
+        c.heartbeat("g", &b, 0, false, &parts)
+    }
+
+    #[test]
+    fn a_partition_moves_only_after_its_owner_stops_listing_it() {
+        let mut c = GroupCoordinator::default();
+        let a = beat(&mut c, "a", 0, &[]).unwrap();
+        assert_eq!((a.epoch, a.assignment), (1, Some(tps(&[0, 1, 2, 3, 4, 5]))));
+        // b joins: the target splits, but a still owns 3..5.
+        let b = beat(&mut c, "b", 0, &[]).unwrap();
+        assert_eq!((b.epoch, b.assignment), (2, Some(tps(&[]))));
+        // a is told to give 3..5 up and keeps its epoch until it does.
+        let a = beat(&mut c, "a", 1, &[0, 1, 2, 3, 4, 5]).unwrap();
+        assert_eq!((a.epoch, a.assignment), (1, Some(tps(&[0, 1, 2]))));
+        let b = beat(&mut c, "b", 2, &[]).unwrap();
+        assert_eq!(b.assignment, None, "nothing released yet");
+        let a = beat(&mut c, "a", 1, &[0, 1, 2]).unwrap();
+        assert_eq!((a.epoch, a.assignment), (2, None));
+        let b = beat(&mut c, "b", 2, &[]).unwrap();
+        assert_eq!(b.assignment, Some(tps(&[3, 4, 5])));
+        assert!(c.holders("g").values().all(|h| h.len() == 1));
+    }
+
+    #[test]
+    fn stale_epochs_are_fenced_and_a_lost_answer_is_forgiven() {
+        let mut c = GroupCoordinator::default();
+        beat(&mut c, "a", 0, &[]).unwrap();
+        beat(&mut c, "b", 0, &[]).unwrap();
+        assert_eq!(beat(&mut c, "x", 3, &[]), Err(KafkaCode::UNKNOWN_MEMBER_ID));
+        assert_eq!(
+            beat(&mut c, "b", 7, &[]),
+            Err(KafkaCode::FENCED_MEMBER_EPOCH)
+        );
+        // a acknowledges 0..2 and moves to epoch 2; the answer is lost, it retries at 1.
+        beat(&mut c, "a", 1, &[0, 1, 2]).unwrap();
+        assert_eq!(beat(&mut c, "a", 1, &[0, 1, 2]).map(|a| a.epoch), Ok(2));
+        // ... but not while listing partitions it no longer has.
+        assert_eq!(
+            beat(&mut c, "a", 1, &[0, 1, 2, 3]),
+            Err(KafkaCode::FENCED_MEMBER_EPOCH)
+        );
+        assert_eq!(
+            c.check_member("g", "a", 1),
+            Err(KafkaCode::STALE_MEMBER_EPOCH)
+        );
+        assert_eq!(c.check_member("g", "a", 2), Ok(()));
+        assert_eq!(
+            c.check_member("g", "z", 2),
+            Err(KafkaCode::UNKNOWN_MEMBER_ID)
+        );
+    }
+
+    #[test]
+    fn a_silent_member_expires_and_its_partitions_move() {
+        let mut c = GroupCoordinator::default();
+        beat(&mut c, "a", 0, &[]).unwrap();
+        c.advance(44_999, 0, &parts);
+        assert_eq!(c.groups["g"].members.len(), 1);
+        assert_eq!(c.next_due_ms(), Some(45_000));
+        c.advance(45_000, 0, &parts);
+        assert!(c.groups["g"].members.is_empty());
+        assert_eq!((c.counters.expired, c.groups["g"].epoch), (1, 2));
+    }
+}
