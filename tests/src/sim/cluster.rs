@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use bytes::Bytes;
 use kafka_core::protocol::{ApiKey, Uuid};
 
+use super::group_state::GroupCoordinator;
 use super::handlers::{self, Answer};
 use super::txn_state::TxnCoordinator;
 use super::wire::Frame;
@@ -135,6 +136,8 @@ pub struct SimCluster {
     pub counters: Counters,
     /// The transaction coordinator's state (`txn_state`), also the group offsets.
     pub txn: TxnCoordinator,
+    /// The group coordinator's membership state (`group_state`, KIP-848 groups).
+    pub groups: GroupCoordinator,
 }
 
 impl SimCluster {
@@ -154,6 +157,7 @@ impl SimCluster {
             next_producer_id: 1000,
             counters: Counters::default(),
             txn: TxnCoordinator::default(),
+            groups: GroupCoordinator::default(),
         }
     }
 
@@ -318,6 +322,11 @@ impl SimCluster {
             ApiKey::TxnOffsetCommit => now(handlers::txn_offset_commit::handle(self, node, frame)),
             ApiKey::EndTxn => now(handlers::end_txn::handle(self, node, frame)),
             ApiKey::OffsetFetch => now(handlers::offset_fetch::handle(self, node, frame)),
+            // Consumer groups (group_state).
+            ApiKey::OffsetCommit => now(handlers::offset_commit::handle(self, node, frame)),
+            ApiKey::ConsumerGroupHeartbeat => now(handlers::consumer_group_heartbeat::handle(
+                self, node, frame,
+            )),
             other => panic!("the simulated cluster does not serve {other:?} yet"),
         }
     }

@@ -2,12 +2,15 @@
 //! `kafka_core` client runs against a simulated cluster (`cluster`, `handlers/`) over a
 //! simulated network on a virtual clock (`world`), every choice drawn from one seed
 //! (`rng`); the bytes exchanged are the real wire format (`wire`). The transaction
-//! coordinator's state is `txn_state`. Scenario helpers (`producing`, `transacting`,
-//! `draining`, `pipeline`) log every send and read into a history that the checker
+//! coordinator's state is `txn_state`, the group coordinator's (KIP-848 membership)
+//! `group_state`. Scenario helpers (`producing`, `transacting`,
+//! `draining`, `pipeline`, `grouping`) log every send and read into a history that the checker
 //! (`history`) judges.
 
 pub mod cluster;
 pub mod draining;
+pub mod group_state;
+pub mod grouping;
 pub mod handlers;
 pub mod history;
 pub mod pipeline;

@@ -462,7 +462,8 @@ impl TxnCoordinator {
 impl SimCluster {
     /// Moves the coordinator to `now` (virtual time since the start): coordinators
     /// move if the running brokers changed, transactions past their timeout are
-    /// aborted, due markers are written.
+    /// aborted, due markers are written, group members whose session expired are
+    /// removed (`group_state`).
     pub fn advance(&mut self, now: Duration) {
         let now_ms = now.as_millis() as u64;
         let txn = &mut self.txn;
@@ -498,6 +499,10 @@ impl SimCluster {
         for id in due {
             self.write_markers(&id);
         }
+        let topics = &self.topics;
+        let partitions = |t: &str| topics.get(t).map(|t| t.partitions.len() as i32);
+        self.groups
+            .advance(self.txn.now_ms, self.txn.counters.moves, &partitions);
     }
 
     /// The running broker coordinating `key` (a transactional id or a group id).
@@ -511,7 +516,12 @@ impl SimCluster {
 
     /// When the cluster next has something to do on its own.
     pub fn next_due(&self) -> Option<Duration> {
-        self.txn.next_due_ms().map(Duration::from_millis)
+        let txn = self.txn.next_due_ms();
+        let groups = self.groups.next_due_ms();
+        txn.into_iter()
+            .chain(groups)
+            .min()
+            .map(Duration::from_millis)
     }
 
     /// Writes the COMMIT or ABORT marker of `id`'s transaction to every partition in

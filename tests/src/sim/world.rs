@@ -143,6 +143,8 @@ pub struct World {
     /// Every traced event `(kind, a, b, nanoseconds)`, kept when set to `Some` (the
     /// determinism test diffs two of them).
     pub log: Option<Vec<(u64, u64, u64, u64)>>,
+    /// Clients stopped by [`World::kill_client`]: never driven again.
+    killed: std::collections::BTreeSet<usize>,
 }
 
 impl World {
@@ -170,6 +172,7 @@ impl World {
             events: 0,
             spins: 0,
             log: None,
+            killed: std::collections::BTreeSet::new(),
         }
     }
 
@@ -211,6 +214,20 @@ impl World {
         client.handle_wall_clock(Duration::from_secs(1_700_000_000) + self.elapsed());
         self.clients.push(client);
         self.clients.len() - 1
+    }
+
+    /// Kills client `ci` as a process dies: it is never driven again (no timers, no
+    /// reads, no writes) and its connections vanish (bytes in flight are lost). Its
+    /// state stays readable for assertions.
+    pub fn kill_client(&mut self, ci: usize) {
+        self.killed.insert(ci);
+        self.mix(10, ci as u64, 0);
+        self.conns.retain(|k, _| k.0 != ci);
+    }
+
+    /// Whether client `ci` was killed.
+    pub fn is_killed(&self, ci: usize) -> bool {
+        self.killed.contains(&ci)
     }
 
     /// Schedules `event` to happen `after` from now.
@@ -317,6 +334,9 @@ impl World {
         self.cluster.advance(self.now - self.origin);
         self.deliver();
         for ci in 0..self.clients.len() {
+            if self.killed.contains(&ci) {
+                continue;
+            }
             if self.clients[ci]
                 .poll_timeout()
                 .is_some_and(|t| t <= self.now)
@@ -331,7 +351,10 @@ impl World {
     fn next_due(&self) -> Option<Instant> {
         let mut next: Option<Instant> = None;
         let mut consider = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
-        for c in &self.clients {
+        for (ci, c) in self.clients.iter().enumerate() {
+            if self.killed.contains(&ci) {
+                continue;
+            }
             if let Some(t) = c.poll_timeout() {
                 consider(t);
             }
@@ -359,6 +382,9 @@ impl World {
     /// Lets every client open and close sockets and write what it has.
     fn flush_clients(&mut self) {
         for ci in 0..self.clients.len() {
+            if self.killed.contains(&ci) {
+                continue;
+            }
             while let Some(cmd) = self.clients[ci].poll_io() {
                 match cmd {
                     IoCommand::Connect { conn, host, .. } => {

@@ -4,12 +4,14 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
+pub mod consumer_group_heartbeat;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
@@ -32,6 +34,8 @@ pub const SERVED: &[kafka_core::protocol::ApiKey] = {
         TxnOffsetCommit,
         EndTxn,
         OffsetFetch,
+        OffsetCommit,
+        ConsumerGroupHeartbeat,
     ]
 };
 

@@ -2,7 +2,10 @@
 //! transactions here, `txn_state`), every partition with one or those asked for (-1
 //! without). With `require_stable` (KIP-447), a partition with offsets staged in an
 //! open transaction is UNSTABLE_OFFSET_COMMIT until its markers are written. v1–v7 name
-//! one group at the top level, v8+ several in `groups`.
+//! one group at the top level, v8+ several in `groups`; from v9 a consumer group's
+//! member asking with its member id and epoch is checked as for OffsetCommit
+//! (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH). Offsets committed by OffsetCommit
+//! (`offset_commit.rs`) and by transactions are served alike.
 
 use kafka_core::protocol::messages::offset_fetch::response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
@@ -32,7 +35,18 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
                         .map(|t| (t.name.clone(), t.partition_indexes.clone()))
                         .collect()
                 });
-                let (code, topics) = fetch(cluster, node, &g.group_id, asked, stable);
+                let member = g.member_id.as_deref().filter(|m| !m.is_empty());
+                let (code, topics) = match member.filter(|_| frame.version >= 9) {
+                    // v9+: a member asks with its id and epoch, checked as for commits.
+                    Some(m) => match cluster.groups.check_member(&g.group_id, m, g.member_epoch) {
+                        Ok(()) => fetch(cluster, node, &g.group_id, asked, stable),
+                        Err(code) => {
+                            cluster.count_error(code.0);
+                            (code, Vec::new())
+                        }
+                    },
+                    None => fetch(cluster, node, &g.group_id, asked, stable),
+                };
                 OffsetFetchResponseGroup {
                     group_id: g.group_id.clone(),
                     error_code: code.0,
