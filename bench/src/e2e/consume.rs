@@ -269,10 +269,11 @@ pub(crate) fn exactly_once(marks: &[Watermarks], parts: &[PartResult]) -> Result
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn part(p: i32, runs: &[(i64, i64)]) -> PartResult {
+    /// A partition's result made of these offset runs.
+    pub(in crate::e2e) fn part(p: i32, runs: &[(i64, i64)]) -> PartResult {
         PartResult {
             partition: p,
             count: runs.iter().map(|(f, l)| (l - f + 1) as u64).sum(),
@@ -283,7 +284,8 @@ mod tests {
         }
     }
 
-    fn marks(ends: &[i64]) -> Vec<Watermarks> {
+    /// Watermarks from 0 to each of `ends`.
+    pub(in crate::e2e) fn marks(ends: &[i64]) -> Vec<Watermarks> {
         ends.iter()
             .map(|&e| Watermarks {
                 earliest: 0,

@@ -158,26 +158,7 @@ pub(crate) fn at_least_once(marks: &[Watermarks], parts: &[PartResult]) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn part(p: i32, runs: &[(i64, i64)]) -> PartResult {
-        PartResult {
-            partition: p,
-            count: runs.iter().map(|(f, l)| (l - f + 1) as u64).sum(),
-            first: runs.iter().map(|r| r.0).min().unwrap_or(-1),
-            last: runs.iter().map(|r| r.1).max().unwrap_or(-1),
-            runs: runs.to_vec(),
-            ..PartResult::default()
-        }
-    }
-
-    fn marks(ends: &[i64]) -> Vec<Watermarks> {
-        ends.iter()
-            .map(|&e| Watermarks {
-                earliest: 0,
-                latest: e,
-            })
-            .collect()
-    }
+    use crate::e2e::consume::tests::{marks, part};
 
     #[test]
     fn members_interleaving_batches_of_a_partition_cover_it_once() {

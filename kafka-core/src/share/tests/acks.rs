@@ -4,28 +4,11 @@
 use std::time::Duration;
 
 use super::broker::State;
-use super::World;
+use super::{ack, commit, completions, explicit, World};
 use crate::group::TopicPartition;
-use crate::share::{AckCompletion, AckResults, AcknowledgeType, ShareError, ShareEvent};
+use crate::share::{AcknowledgeType, ShareError, ShareEvent};
 
 const S: Duration = Duration::from_secs(1);
-
-fn explicit(w: &mut World) -> usize {
-    w.add(&[("share.acknowledgement.mode", "explicit")])
-}
-
-/// Every completion reported to node `i` so far.
-fn completions(w: &World, i: usize) -> Vec<AckCompletion> {
-    w.nodes[i]
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            ShareEvent::Acknowledged(c) => Some(c.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
-}
 
 /// The offsets reported for partition 0 of `t` with a result `keep` accepts.
 fn reported(w: &World, i: usize, keep: impl Fn(&Result<(), ShareError>) -> bool) -> Vec<i64> {
@@ -37,29 +20,6 @@ fn reported(w: &World, i: usize, keep: impl Fn(&Result<(), ShareError>) -> bool)
         .collect();
     out.sort_unstable();
     out
-}
-
-/// Commits on node `i` and runs until its results come.
-fn commit(w: &mut World, i: usize) -> AckResults {
-    let id = w.command(i, |s, cx| s.commit(cx));
-    let mut results = None;
-    w.run_until(5 * S, |w| {
-        results = w.nodes[i].events.iter().find_map(|e| match e {
-            ShareEvent::Committed { id: c, results } if *c == id => Some(results.clone()),
-            _ => None,
-        });
-        results.is_some()
-    });
-    results.expect("commit results")
-}
-
-fn ack(w: &mut World, i: usize, offsets: &[i64], kind: AcknowledgeType) {
-    let offsets = offsets.to_vec();
-    w.command(i, move |s, _| {
-        for o in offsets {
-            s.acknowledge("t", 0, o, kind).unwrap();
-        }
-    });
 }
 
 #[test]

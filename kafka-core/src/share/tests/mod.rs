@@ -10,7 +10,9 @@ mod scenarios;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::{ShareConsumer, ShareError, ShareEvent, ShareRecord};
+use super::{
+    AckCompletion, AckResults, AcknowledgeType, ShareConsumer, ShareError, ShareEvent, ShareRecord,
+};
 use crate::client::{Client, ConnId, Event, IoCommand, OpContext, OpId};
 use crate::config::ClientConfig;
 use crate::test_support::{origin, parse_requests};
@@ -188,4 +190,46 @@ impl World {
             }
         }
     }
+}
+
+/// Starts a share consumer in explicit acknowledgement mode; returns its index.
+pub(super) fn explicit(w: &mut World) -> usize {
+    w.add(&[("share.acknowledgement.mode", "explicit")])
+}
+
+/// Acknowledges these offsets of partition 0 on node `i`.
+pub(super) fn ack(w: &mut World, i: usize, offsets: &[i64], kind: AcknowledgeType) {
+    let offsets = offsets.to_vec();
+    w.command(i, move |s, _| {
+        for o in offsets {
+            s.acknowledge(TOPIC, 0, o, kind).unwrap();
+        }
+    });
+}
+
+/// Every completion reported to node `i` so far.
+pub(super) fn completions(w: &World, i: usize) -> Vec<AckCompletion> {
+    w.nodes[i]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ShareEvent::Acknowledged(c) => Some(c.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// Commits on node `i` and runs until its results come.
+pub(super) fn commit(w: &mut World, i: usize) -> AckResults {
+    let id = w.command(i, |s, cx| s.commit(cx));
+    let mut results = None;
+    w.run_until(Duration::from_secs(5), |w| {
+        results = w.nodes[i].events.iter().find_map(|e| match e {
+            ShareEvent::Committed { id: c, results } if *c == id => Some(results.clone()),
+            _ => None,
+        });
+        results.is_some()
+    });
+    results.expect("commit results")
 }

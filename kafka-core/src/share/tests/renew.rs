@@ -6,37 +6,12 @@
 use std::time::Duration;
 
 use super::broker::State;
-use super::World;
+use super::{ack, completions, explicit, World};
 use crate::group::TopicPartition;
-use crate::share::{AckCompletion, AcknowledgeType, ShareError, ShareEvent};
+use crate::share::{AcknowledgeType, ShareError, ShareEvent};
 
 const S: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
-
-fn explicit(w: &mut World) -> usize {
-    w.add(&[("share.acknowledgement.mode", "explicit")])
-}
-
-fn ack(w: &mut World, i: usize, offsets: &[i64], kind: AcknowledgeType) {
-    let offsets = offsets.to_vec();
-    w.command(i, move |s, _| {
-        for o in offsets {
-            s.acknowledge("t", 0, o, kind).unwrap();
-        }
-    });
-}
-
-fn completions(w: &World, i: usize) -> Vec<AckCompletion> {
-    w.nodes[i]
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            ShareEvent::Acknowledged(c) => Some(c.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
-}
 
 /// Every acknowledgement batch of partition 0 sent so far, in ShareFetch and
 /// ShareAcknowledge requests: `(first, last, types, the request's IsRenewAck)`.

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::broker::State;
-use super::World;
+use super::{ack, commit, World};
 use crate::protocol::{ApiKey, KafkaCode};
 use crate::share::{AcknowledgeType, ShareError, ShareEvent};
 
@@ -244,25 +244,8 @@ fn an_expired_lock_surfaces_as_a_per_partition_acknowledgement_error() {
     w.run_until(5 * S, |w| w.nodes[i].records.len() == 2);
     w.nodes[i].polling = false;
     w.broker.expire_locks();
-    let id = w.command(i, |s, cx| {
-        s.acknowledge("t", 0, 0, AcknowledgeType::Accept).unwrap();
-        s.acknowledge("t", 0, 1, AcknowledgeType::Accept).unwrap();
-        s.commit(cx)
-    });
-    w.run_until(5 * S, |w| {
-        w.nodes[i]
-            .events
-            .iter()
-            .any(|e| matches!(e, ShareEvent::Committed { id: c, .. } if *c == id))
-    });
-    let results = w.nodes[i]
-        .events
-        .iter()
-        .find_map(|e| match e {
-            ShareEvent::Committed { results, .. } => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    ack(&mut w, i, &[0, 1], AcknowledgeType::Accept);
+    let results = commit(&mut w, i);
     let r = results.values().next().unwrap();
     assert!(
         matches!(r, Err(ShareError::InvalidRecordState { partition: 0, .. })),
@@ -371,21 +354,7 @@ fn an_expired_lock_redelivers_with_a_rising_delivery_count_until_the_limit_archi
     w.nodes[a].frozen = false;
     w.command(a, |s, _| s.acknowledge("t", 0, 0, AcknowledgeType::Accept))
         .unwrap();
-    let id = w.command(a, |s, cx| s.commit(cx));
-    w.run_until(5 * S, |w| {
-        w.nodes[a]
-            .events
-            .iter()
-            .any(|e| matches!(e, ShareEvent::Committed { id: c, .. } if *c == id))
-    });
-    let results = w.nodes[a]
-        .events
-        .iter()
-        .find_map(|e| match e {
-            ShareEvent::Committed { id: c, results } if *c == id => Some(results.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let results = commit(&mut w, a);
     let r = results.values().next().unwrap();
     assert!(
         matches!(r, Err(ShareError::InvalidRecordState { partition: 0, .. })),
