@@ -29,7 +29,9 @@ const REQUEST_TIMEOUT_MS: u64 = 5_000;
 ///
 /// Not for a controller-routed call when the paused node is the active KRaft controller:
 /// the live brokers then hold the forwarded request (observed: ~40 s) and nothing the
-/// client does shortens it; that case checks the client's routing from its events instead.
+/// client does shortens it; that case (and a quorum leadership change during the call)
+/// checks the client's routing from its events instead. The test first waits for every
+/// voter to be caught up, so pausing one node never leaves the quorum without a majority.
 const CALL_BOUND: Duration = Duration::from_secs(30);
 /// Once a call has routed around the paused node, the next one must not touch it again.
 const NEXT_CALL_BOUND: Duration = Duration::from_secs(5);
@@ -119,10 +121,10 @@ fn admin_calls_route_around_a_paused_node() {
         .expect("driver")
         .expect("a controller is known");
     let before = leaders(&admin, &topic);
-    let quorum_leader = admin
-        .describe_metadata_quorum()
-        .expect("describe metadata quorum")
-        .leader_id;
+    // The suites before this one restart nodes; a voter that has not caught up again would
+    // leave the quorum without a majority once a second node is paused, and every
+    // controller-routed call would then wait on the brokers, not on the client.
+    let quorum_leader = healthy_quorum(&admin).leader_id;
     eprintln!(
         "controller-routed calls go to node {controller}; leaders {before:?}; \
          KRaft active controller {quorum_leader}"
@@ -209,8 +211,17 @@ fn admin_calls_route_around_a_paused_node() {
         creates_to_paused <= 1,
         "create_topics went to the paused node {paused} {creates_to_paused} times"
     );
-    if paused == quorum_leader {
-        eprintln!("node {paused} was the KRaft active controller: brokers forwarded to it");
+    // Asked again: a leadership change during the create means the brokers held the
+    // forwarded request through a KRaft election, as when the paused node led the quorum.
+    let leader_after = admin
+        .describe_metadata_quorum()
+        .expect("describe metadata quorum")
+        .leader_id;
+    if paused == quorum_leader || leader_after != quorum_leader {
+        eprintln!(
+            "KRaft active controller {quorum_leader} before, {leader_after} after pausing \
+             node {paused}: brokers forwarded to it"
+        );
     } else {
         assert!(
             create_took < CALL_BOUND,
@@ -242,6 +253,39 @@ fn admin_calls_route_around_a_paused_node() {
         "total with node {paused} paused: {:?} (request.timeout.ms {REQUEST_TIMEOUT_MS})",
         t0.elapsed()
     );
+}
+
+/// Waits (up to [`CALL_BOUND`]) until every voter of the metadata quorum fetched and was
+/// caught up with its leader within the last two seconds.
+fn healthy_quorum(admin: &Admin) -> kafka_core::admin::QuorumInfo {
+    let deadline = Instant::now() + CALL_BOUND;
+    loop {
+        let quorum = admin
+            .describe_metadata_quorum()
+            .expect("describe metadata quorum");
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_millis() as i64;
+        let lagging: Vec<i32> = quorum
+            .voters
+            .iter()
+            .filter(|v| {
+                v.replica_id != quorum.leader_id
+                    && v.last_caught_up_timestamp
+                        .is_none_or(|t| now_ms - t >= 2_000)
+            })
+            .map(|v| v.replica_id)
+            .collect();
+        if lagging.is_empty() {
+            return quorum;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "metadata quorum voters {lagging:?} not caught up after {CALL_BOUND:?}: {quorum:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// "paused" or "running", from `rig status`.
