@@ -72,6 +72,15 @@ pub enum Error {
     /// goes on).
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// A [`BlockingClient::call`] got no answer by its deadline; `last_cause` is the last
+    /// failure the client saw for it (a refused connection, a retriable failure...).
+    #[error("timed out after {after:?}{}", last_cause.as_ref().map(|c| format!("; last cause: {c}")).unwrap_or_default())]
+    CallTimedOut {
+        /// The call's deadline.
+        after: Duration,
+        /// Why it was still waiting, if the client knows.
+        last_cause: Option<Box<kafka_core::client::Cause>>,
+    },
     /// The driver thread could not be started, or is gone.
     #[error("driver thread: {0}")]
     Driver(String),
@@ -245,8 +254,12 @@ where
             return Some(result.map_err(Error::Request));
         }
         if cx.now() >= deadline {
+            let last_cause = cx.cause_of(id).map(Box::new);
             cx.discard(id);
-            return Some(Err(Error::Timeout(self.limit)));
+            return Some(Err(Error::CallTimedOut {
+                after: self.limit,
+                last_cause,
+            }));
         }
         cx.wake_at(deadline);
         None

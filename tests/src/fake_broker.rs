@@ -51,9 +51,13 @@ pub enum Mode {
     },
     /// Answers every ApiVersions request (on every connection) with a hostile answer.
     Hostile(Hostile),
+    /// Answers ApiVersions normally, then every other request with a hostile answer (a
+    /// broker that negotiates, then breaks the protocol).
+    HostileAfterNegotiation(Hostile),
 }
 
-/// A hostile answer to ApiVersions: what a broken, confused or malicious server sends.
+/// A hostile answer (to ApiVersions, or to any request after it): what a broken,
+/// confused or malicious server sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hostile {
     /// A frame size of `i32::MAX`.
@@ -87,7 +91,7 @@ impl Hostile {
         Hostile::NoAnswer,
     ];
 
-    /// The bytes answering ApiVersions request `h` (`None`: no answer).
+    /// The bytes answering request `h` (`None`: no answer).
     fn answer(self, h: &Header) -> Option<Vec<u8>> {
         let framed = |body: &[u8]| {
             let mut f = ((4 + body.len()) as i32).to_be_bytes().to_vec();
@@ -282,7 +286,14 @@ fn api_versions_answer(h: &Header, mode: Mode) -> Vec<u8> {
 fn serve(mut socket: TcpStream, mode: Mode, st: &State) {
     let _ = socket.set_read_timeout(Some(LIFETIME));
     while let Some(h) = read_request(&mut socket) {
-        if let Mode::Hostile(hostile) = mode {
+        let hostile = match mode {
+            Mode::Hostile(hostile) => Some(hostile),
+            Mode::HostileAfterNegotiation(hostile) if h.api_key != ApiKey::ApiVersions as i16 => {
+                Some(hostile)
+            }
+            _ => None,
+        };
+        if let Some(hostile) = hostile {
             if let Some(bytes) = hostile.answer(&h) {
                 if socket.write_all(&bytes).is_err() || hostile == Hostile::TlsAlert {
                     return;

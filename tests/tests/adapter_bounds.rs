@@ -412,4 +412,13 @@ fn connection_failures_reach_the_notice_hook() {
     admin.client().on_notice(hook(tx)).expect("driver");
     assert!(admin.run(short()).is_err());
     expect_failure("blocking", &rx);
+
+    let admin = kafka_mio::Admin::new(refused()).expect("admin");
+    let (tx, rx) = mpsc::channel();
+    let hook: kafka_driver::OnNotice = std::sync::Arc::new(hook(tx));
+    admin
+        .with_driver(move |d| d.on_notice(Some(hook)))
+        .expect("driver");
+    assert!(admin.run(short()).is_err());
+    expect_failure("mio", &rx);
 }

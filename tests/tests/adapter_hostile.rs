@@ -1,13 +1,15 @@
 //! Hostile servers through every adapter (no real broker: `kafka_tests::fake_broker` in
 //! [`Mode::Hostile`], and a closed port): each admin call ends with an error that names
 //! the cause, and causes no retry can fix (a protocol violation on every attempt, see the
-//! bootstrap rule in DESIGN.md) end well before the call's 30 s deadline. Memory bounds
-//! under hostile frames are `adapter_memory`'s.
+//! bootstrap rule in DESIGN.md) end well before the call's 30 s deadline. The same
+//! answers after a normal negotiation end the call by the request rule (three written
+//! attempts broke the protocol). Memory bounds under hostile frames are `adapter_memory`'s.
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use kafka_core::admin::{AdminError, DescribeCluster, RawRequest};
+use kafka_core::client::REQUEST_VIOLATIONS;
 use kafka_core::cluster::Route;
 use kafka_core::config::ClientConfig;
 use kafka_core::conn::RequestError;
@@ -63,6 +65,17 @@ fn expected(h: Hostile) -> (&'static str, bool) {
     }
 }
 
+/// [`expected`] for the answer to DescribeCluster after a normal ApiVersions exchange.
+fn expected_after_negotiation(h: Hostile) -> (&'static str, bool) {
+    match h {
+        Hostile::HugeArrayCount | Hostile::TruncatedBody => {
+            ("could not decode DescribeCluster", true)
+        }
+        Hostile::NoAnswer => ("DescribeCluster request", false),
+        other => expected(other),
+    }
+}
+
 fn config(addr: &str) -> ClientConfig {
     ClientConfig::from_pairs([("bootstrap.servers", addr), ("request.timeout.ms", "1000")])
         .expect("config")
@@ -87,6 +100,37 @@ fn hostile_servers(name: &str, run: &RunFn<'_>) {
                 "{name} {h:?}: {err:?}"
             );
             assert!(!err.is_retriable(), "{name} {h:?}");
+        } else {
+            assert!(
+                matches!(err, AdminError::Timeout { .. }),
+                "{name} {h:?}: {err:?}"
+            );
+            assert!(took < SHORT + FAST, "{name} {h:?}: {took:?}");
+        }
+    }
+    // The same answers after a normal negotiation: every answer to the call breaks the
+    // protocol, so it ends after the request rule's attempts, not at the deadline.
+    for h in Hostile::ALL {
+        let fake = FakeBroker::start(Mode::HostileAfterNegotiation(h));
+        let (phrase, fast) = expected_after_negotiation(h);
+        let limit = if fast { DEADLINE } else { SHORT };
+        let started = Instant::now();
+        let err = run(config(&fake.addr), Probe::Describe(limit)).expect_err("a hostile server");
+        let took = started.elapsed();
+        let text = err.to_string();
+        println!("{name} after negotiation {h:?}: {took:?}: {text}");
+        assert!(text.contains(phrase), "{name} {h:?}: {text}");
+        if fast {
+            assert!(took < FAST, "{name} {h:?}: {took:?}");
+            assert!(
+                matches!(err, AdminError::Request(RequestError::RepeatedViolation(_))),
+                "{name} {h:?}: {err:?}"
+            );
+            assert_eq!(
+                fake.connections(),
+                u64::from(REQUEST_VIOLATIONS),
+                "{name} {h:?}: one connection per attempt"
+            );
         } else {
             assert!(
                 matches!(err, AdminError::Timeout { .. }),
@@ -137,6 +181,44 @@ fn blocking_names_every_hostile_cause() {
         let admin = kafka_blocking::Admin::new(c).expect("admin");
         probe!(p, |op| admin.run(op))
     });
+}
+
+/// `BlockingClient::call` (one raw request, no admin machinery) names the refused
+/// connection when its deadline passes.
+#[test]
+fn a_blocking_raw_call_that_times_out_names_its_cause() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let config = ClientConfig::from_pairs([
+        ("bootstrap.servers", addr.as_str()),
+        ("request.timeout.ms", "500"),
+        ("socket.connection.setup.timeout.ms", "500"),
+        ("socket.connection.setup.timeout.max.ms", "500"),
+    ])
+    .expect("config");
+    let client = kafka_blocking::BlockingClient::new(config).expect("client");
+    let err = client
+        .call(Route::Any, ListGroupsRequest::default())
+        .expect_err("nothing listens");
+    let text = err.to_string();
+    println!("blocking call: {text}");
+    assert!(
+        matches!(
+            &err,
+            kafka_blocking::Error::CallTimedOut {
+                last_cause: Some(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        text.contains(&format!("last cause: connection to {addr} refused")),
+        "{text}"
+    );
 }
 
 #[test]

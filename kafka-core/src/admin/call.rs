@@ -151,7 +151,7 @@ where
                 _ => {
                     self.retry_at = None;
                     let (route, request) = (self.route.clone(), self.request.clone());
-                    let mut opts = RequestOptions::default();
+                    let mut opts = RequestOptions::default().end_on_repeated_violation();
                     if let Some(v) = self.version {
                         opts = opts.version(v);
                     }

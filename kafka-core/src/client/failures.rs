@@ -12,6 +12,11 @@
 //!   row, the calls waiting end with the last violation
 //!   ([`RequestError::BootstrapBroken`], not retried by the calls). A ready connection
 //!   resets every count; a bootstrap failure that is no violation resets its address's.
+//! - **The request rule**: a request sent with `RequestOptions::end_on_repeated_violation`
+//!   (every admin call) whose written attempts broke the protocol [`REQUEST_VIOLATIONS`]
+//!   times in a row (a broker that negotiates, then answers it with garbage) ends with
+//!   [`RequestError::RepeatedViolation`] instead of retrying until its deadline. Any other
+//!   failure in between restarts its count.
 //!
 //! New calls start afresh either way (nothing is sticky): a broker fixed meanwhile
 //! serves them.
@@ -24,6 +29,10 @@ use crate::conn::{ConnError, RequestError};
 /// Protocol violations in a row from every bootstrap address before the calls waiting
 /// on them end (see the module docs).
 pub const BOOTSTRAP_VIOLATIONS: u32 = 3;
+
+/// Protocol violations in a row on one request's attempts before the router ends it
+/// (only requests sent with `RequestOptions::end_on_repeated_violation`: admin calls).
+pub const REQUEST_VIOLATIONS: u32 = 3;
 
 impl Client {
     /// A connection to `node` failed (not an idle close): remembers the cause, and

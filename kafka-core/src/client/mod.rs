@@ -70,7 +70,7 @@ use crate::protocol::Request;
 pub use cause::Cause;
 use erased::{ErasedRequest, Shared};
 pub use erased::{RequestId, ResponseReady};
-pub use failures::BOOTSTRAP_VIOLATIONS;
+pub use failures::{BOOTSTRAP_VIOLATIONS, REQUEST_VIOLATIONS};
 pub use ops::{Notice, OpContext, OpId, OpRef, Operation};
 use timers::{Timer, Timers};
 
@@ -146,6 +146,7 @@ pub enum ClientError {
 pub struct RequestOptions {
     shape: Shape,
     no_retry: bool,
+    violations_end: bool,
 }
 
 impl RequestOptions {
@@ -181,6 +182,14 @@ impl RequestOptions {
     /// producer owns its sequencing and retries).
     pub fn no_router_retry(mut self) -> Self {
         self.no_retry = true;
+        self
+    }
+
+    /// The router ends this request with [`RequestError::RepeatedViolation`] once its
+    /// attempts broke the Kafka protocol [`REQUEST_VIOLATIONS`] times in a row, instead
+    /// of retrying until its deadline (admin calls ask for this).
+    pub fn end_on_repeated_violation(mut self) -> Self {
+        self.violations_end = true;
         self
     }
 }
@@ -234,6 +243,8 @@ struct Pending {
     since: Instant,
     /// The last failure the router retried past for it (or why it waits for a route).
     last_cause: Option<Cause>,
+    /// Its attempts' protocol violations in a row (see [`REQUEST_VIOLATIONS`]).
+    violations: u32,
 }
 
 impl Pending {
@@ -966,6 +977,7 @@ impl Client {
             owner,
             since: now,
             last_cause: None,
+            violations: 0,
         };
         self.pending.insert(id, pending);
         self.route(now, id);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::erased::CoordinatorLookup;
+use super::failures::REQUEST_VIOLATIONS;
 use super::timers::Timer;
 use super::{Cause, Client, ConnId, Event, IoCommand, Notice, Owner, Phase, RequestOptions, Slot};
 use crate::cluster::{Lane, Route};
@@ -30,6 +31,30 @@ enum Target {
 }
 
 /// APIs that are safe to resend after the connection failed mid-flight.
+/// Counts `error` against `p`'s protocol violations in a row; once a request that asked
+/// for it ([`RequestOptions::end_on_repeated_violation`]) reaches
+/// [`REQUEST_VIOLATIONS`], the error that ends it instead of a retry. Only violations
+/// after the request was written count: one during connection setup is the bootstrap
+/// rule's (`failures.rs`).
+fn repeated_violation(
+    p: &mut super::Pending,
+    error: &RequestError,
+    sent: bool,
+) -> Option<RequestError> {
+    match error {
+        RequestError::Connection(e) if e.is_protocol_violation() && !sent => None,
+        RequestError::Connection(e) if e.is_protocol_violation() => {
+            p.violations += 1;
+            (p.opts.violations_end && p.violations >= REQUEST_VIOLATIONS)
+                .then(|| RequestError::RepeatedViolation(e.clone()))
+        }
+        _ => {
+            p.violations = 0;
+            None
+        }
+    }
+}
+
 fn resend_safe(api: ApiKey) -> bool {
     use ApiKey as K;
     matches!(
@@ -241,6 +266,7 @@ impl Client {
                     owner,
                     since: now,
                     last_cause: None,
+                    violations: 0,
                 };
                 self.pending.insert(id, pending);
                 self.timers.set(Timer::Parked(id), Some(at));
@@ -620,9 +646,15 @@ impl Client {
         let api = p.request.0.api_key();
         let connection_error = matches!(&error, RequestError::Connection(e) if e.is_retriable());
         let internal = p.internal().cloned();
+        let mut error = error;
         if let Some(p) = self.pending.get_mut(&id) {
             p.last_cause = Some(Cause::from(&error));
+            if let Some(violation) = repeated_violation(p, &error, sent) {
+                error = violation;
+            }
         }
+        let connection_error =
+            connection_error && !matches!(error, RequestError::RepeatedViolation(_));
         if internal == Some(Internal::Metadata) {
             self.metadata_in_flight = false;
             self.sync_metadata_timer();

@@ -282,6 +282,11 @@ pub enum RequestError {
     /// them end with the last violation instead of retrying until their deadline.
     #[error("every bootstrap server broke the Kafka protocol repeatedly; the last: {0}")]
     BootstrapBroken(ConnError),
+    /// Every attempt of this request broke the Kafka protocol, several times in a row
+    /// (`client::REQUEST_VIOLATIONS`, for requests that asked to end so): the last
+    /// violation, instead of retrying until the deadline.
+    #[error("the broker broke the Kafka protocol on every attempt; the last: {0}")]
+    RepeatedViolation(ConnError),
     /// The request was cancelled because the client is shutting down.
     #[error("cancelled")]
     Cancelled,

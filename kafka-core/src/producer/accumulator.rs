@@ -17,6 +17,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::delivery::{BatchId, ProduceError, Report};
 use super::partitioner::Sticky;
+use crate::client::Cause;
 use crate::protocol::types::Uuid;
 use crate::record::{Append, BatchBuilder, BatchOptions, NewRecord, RecordError};
 
@@ -145,6 +146,9 @@ pub(super) struct Part {
     pub(super) next_order: u64,
     /// Not before this instant (retry backoff).
     pub(super) backoff_until: Option<Instant>,
+    /// Why its last failed attempt failed, until a batch is delivered (a delivery
+    /// timeout names it).
+    pub(super) last_cause: Option<Box<Cause>>,
 }
 
 /// What the producer knows of one topic.
@@ -492,6 +496,7 @@ impl TopicSlot<'_> {
             confirmed: false,
             next_order: 0,
             backoff_until: None,
+            last_cause: None,
         });
         entry.parts[p] = i;
         Ok(i)

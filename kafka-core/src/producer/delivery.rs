@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::client::Cause;
 use crate::protocol::KafkaCode;
 use crate::record::{NewHeader, RecordError};
 
@@ -220,10 +221,13 @@ pub enum ProduceError {
     },
     /// `delivery.timeout.ms` passed first. `possibly_delivered`: a request carrying the
     /// batch was written and its outcome never learnt, so the broker may have it.
-    #[error("delivery timed out ({})", if *possibly_delivered { "possibly delivered" } else { "not delivered" })]
+    #[error("delivery timed out ({}){}", if *possibly_delivered { "possibly delivered" } else { "not delivered" }, last_cause.as_ref().map(|c| format!("; last cause: {c}")).unwrap_or_default())]
     TimedOut {
         /// Whether the broker may nevertheless have the batch.
         possibly_delivered: bool,
+        /// The last failure seen for the batch (a retriable code, a failed connection),
+        /// or while it waited for its leader, if any.
+        last_cause: Option<Box<Cause>>,
     },
     /// The producer was closed (or its close timed out) before the batch was delivered.
     #[error("producer closed before delivery ({})", if *possibly_delivered { "possibly delivered" } else { "not delivered" })]
@@ -264,7 +268,9 @@ impl ProduceError {
     /// Whether the broker may have written the batch although it is reported failed.
     pub fn possibly_delivered(&self) -> bool {
         match self {
-            ProduceError::TimedOut { possibly_delivered }
+            ProduceError::TimedOut {
+                possibly_delivered, ..
+            }
             | ProduceError::Closed { possibly_delivered } => *possibly_delivered,
             ProduceError::Unresolved => true,
             _ => false,

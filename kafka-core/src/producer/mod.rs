@@ -641,7 +641,7 @@ impl Operation for Producer {
         }
         let expiry = self
             .sender
-            .expire(now, &mut self.acc, &mut self.idem, &mut self.metrics);
+            .expire(cx, now, &mut self.acc, &mut self.idem, &mut self.metrics);
         let mut backoff = None;
         if let (None, Some(pid)) = (&self.fatal, self.idem.current()) {
             let gate = self.txn.as_ref().map(Transactions::gate);

@@ -18,7 +18,7 @@ use super::accumulator::{Accumulator, Batch};
 use super::delivery::{Delivered, ProduceError};
 use super::idempotence::{add_sequence, Idempotence};
 use super::metrics::Metrics;
-use crate::client::{OpContext, RequestId, RequestOptions};
+use crate::client::{Cause, OpContext, RequestId, RequestOptions};
 use crate::cluster::{BrokerInfo, Route};
 use crate::config::Acks;
 use crate::conn::RequestError;
@@ -303,6 +303,9 @@ impl Sender {
             let answer = cx.take_response(f.id);
             metrics.record_latency(cx.now().saturating_duration_since(f.sent_at));
             for batch in f.batches {
+                if let Some(Err(e)) = &answer {
+                    acc.parts[batch.part].last_cause = Some(Box::new(Cause::from(e)));
+                }
                 let outcome = match &answer {
                     Some(Ok(resp)) => self.outcome(acc, idem, resp, &batch, metrics),
                     Some(Err(e)) => request_outcome(e),
@@ -428,6 +431,7 @@ impl Sender {
         };
         match outcome {
             Outcome::Delivered(d) => {
+                acc.parts[part].last_cause = None;
                 if let Some((seq, _)) = batch.seq {
                     acc.parts[part].acked_next = add_sequence(seq, batch.records);
                     acc.parts[part].confirmed = true;
@@ -442,6 +446,9 @@ impl Sender {
                 refresh,
             } => {
                 batch.maybe_written |= maybe_written;
+                if let Some(code) = code {
+                    acc.parts[part].last_cause = Some(Box::new(Cause::code(code.0, None)));
+                }
                 if refresh {
                     let p = &acc.parts[part];
                     let (topic, partition) = (p.topic.clone(), p.partition);
@@ -452,6 +459,7 @@ impl Sender {
                     let error = if expired {
                         ProduceError::TimedOut {
                             possibly_delivered: batch.maybe_written,
+                            last_cause: acc.parts[part].last_cause.clone(),
                         }
                     } else {
                         broker_error(code.unwrap_or(KafkaCode::REQUEST_TIMED_OUT), None)
@@ -523,9 +531,11 @@ impl Sender {
     }
 
     /// Fails queued batches whose delivery timeout passed (a hole in a sequence needs a
-    /// bump); returns the next expiry among the partitions looked at.
+    /// bump), each naming its last failure, else the client's last connection failure
+    /// since the batch was made; returns the next expiry among the partitions looked at.
     pub(super) fn expire(
         &self,
+        cx: &OpContext<'_>,
         now: Instant,
         acc: &mut Accumulator,
         idem: &mut Idempotence,
@@ -545,6 +555,10 @@ impl Sender {
                 };
                 let error = ProduceError::TimedOut {
                     possibly_delivered: batch.maybe_written,
+                    last_cause: acc.parts[part]
+                        .last_cause
+                        .clone()
+                        .or_else(|| cx.last_failure_since(batch.created).map(Box::new)),
                 };
                 self.drop_batch(acc, idem, batch, error, metrics);
             }

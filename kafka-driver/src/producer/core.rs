@@ -580,6 +580,7 @@ fn refusal(e: SendError) -> ProduceError {
         },
         SendError::WouldBlock(_) => ProduceError::TimedOut {
             possibly_delivered: false,
+            last_cause: None,
         },
         SendError::Topic { topic, code } => ProduceError::Broker {
             code,

@@ -1,5 +1,7 @@
 //! Suite: errors that say why, early (issue #11): a wrong SASL password ends a call
-//! within a couple of seconds with the broker's message; ListOffsets and DeleteRecords on
+//! within a couple of seconds with the broker's message; a broker certificate for
+//! another host ends it at once with the TLS failure (no retry, default retries);
+//! ListOffsets and DeleteRecords on
 //! an unknown topic end with UNKNOWN_TOPIC_OR_PARTITION at once, not at the deadline.
 
 use std::time::{Duration, Instant};
@@ -19,6 +21,7 @@ macro_rules! __suite_errors {
     ($d:ty) => {
         $crate::__suite_tests!($d;
             errors::a_wrong_sasl_password_fails_fast_with_the_brokers_message,
+            errors::a_certificate_for_another_host_fails_fast,
             errors::offsets_of_an_unknown_topic_fail_fast,
         );
     };
@@ -65,6 +68,38 @@ pub fn a_wrong_sasl_password_fails_fast_with_the_brokers_message<D: Driver>() {
         other => panic!("{other:?}"),
     }
     assert!(!err.to_string().contains("not-the-password"), "{err}");
+}
+
+/// The rig's WRONG_HOST listener serves a certificate for `wrong.example` only: the TLS
+/// failure is not retriable, so the call ends at once with it (the default `retries`,
+/// not the deadline).
+pub fn a_certificate_for_another_host_fails_fast<D: Driver>() {
+    if crate::broker_or_skip("a_certificate_for_another_host_fails_fast").is_none() {
+        return;
+    }
+    let ca = std::fs::read_to_string(var("KAFKA_SSL_CA_PEM")).expect("the rig's CA");
+    let admin = D::connect(config(&[
+        ("bootstrap.servers", &var("KAFKA_SSL_WRONG_HOST_BOOTSTRAP")),
+        ("security.protocol", "SSL"),
+        ("ssl.ca.pem", &ca),
+    ]));
+    let started = Instant::now();
+    let err = admin
+        .run(DescribeCluster::new())
+        .expect_err("a certificate for another host");
+    let took = started.elapsed();
+    println!("{}: {took:?}: {err}", D::NAME);
+    assert!(took < FAST, "{took:?}: {err}");
+    assert!(!err.is_retriable(), "{err:?}");
+    assert!(
+        matches!(
+            &err,
+            AdminError::Request(RequestError::Connection(ConnError::Tls(
+                kafka_core::conn::TlsFailure::Certificate(_)
+            )))
+        ),
+        "{err:?}"
+    );
 }
 
 /// ListOffsets (Java's behaviour since KAFKA-15425) and DeleteRecords on a topic that does

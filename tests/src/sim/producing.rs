@@ -125,6 +125,7 @@ impl ProduceRun {
                     Err(
                         ProduceError::TimedOut {
                             possibly_delivered: true,
+                            ..
                         }
                         | ProduceError::Closed {
                             possibly_delivered: true,

@@ -402,6 +402,61 @@ fn an_undecodable_response_fails_its_connection_and_the_call_retries_on_a_new_on
     )));
 }
 
+/// A broker that negotiates normally, then answers the call with garbage on every
+/// attempt: the call ends after `REQUEST_VIOLATIONS` attempts, naming the violation,
+/// long before its deadline; two violations and a good answer still succeed.
+#[test]
+fn a_broker_that_garbles_every_answer_after_negotiating_ends_the_call_after_the_rule() {
+    let op = DescribeCluster::new().timeout(Duration::from_secs(60));
+    let r = run(
+        BOOT,
+        op,
+        |_| Ok(()),
+        |_, seen| match seen.api() {
+            ApiKey::ApiVersions => versions(seen),
+            _ => raw_body(seen, &[0, 0, 0]),
+        },
+    );
+    let err = r.output.expect_err("garbage every time");
+    let AdminError::Request(RequestError::RepeatedViolation(e)) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(!err.is_retriable());
+    assert!(
+        matches!(
+            e,
+            ConnError::Decode {
+                api: ApiKey::DescribeCluster,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(err.to_string().contains("DescribeCluster"), "{err}");
+    assert_eq!(
+        r.connects["boot"], REQUEST_VIOLATIONS,
+        "one connection per attempt"
+    );
+    assert!(r.took < Duration::from_secs(5), "{:?}", r.took);
+
+    let mut garbled = 0;
+    let op = DescribeCluster::new().timeout(Duration::from_secs(60));
+    let r = run(
+        BOOT,
+        op,
+        |_| Ok(()),
+        |_, seen| match seen.api() {
+            ApiKey::ApiVersions => versions(seen),
+            ApiKey::DescribeCluster if garbled + 1 < REQUEST_VIOLATIONS => {
+                garbled += 1;
+                raw_body(seen, &[0, 0, 0])
+            }
+            _ => described(seen),
+        },
+    );
+    assert_eq!(r.output.expect("the last attempt").cluster_id, "c");
+}
+
 /// Every hostile answer to ApiVersions (on every attempt) ends the call once each
 /// bootstrap address broke the protocol `BOOTSTRAP_VIOLATIONS` times in a row.
 #[test]

@@ -15,6 +15,7 @@ use std::time::Duration;
 use cluster::{Cluster, PARTITIONS};
 
 use super::{Blocked, ProduceError, SendError};
+use crate::client::Cause;
 use crate::config::ClientConfig;
 use crate::protocol::messages::produce::response::PartitionProduceResponse;
 use crate::protocol::KafkaCode;
@@ -284,6 +285,37 @@ fn unknown_producer_id_after_retention_bumps_the_epoch_and_resends() {
     assert!(m.errors.contains_key(&KafkaCode::UNKNOWN_PRODUCER_ID.0));
 }
 
+/// A partition that answers a retriable code until the delivery timeout: the timeout
+/// names that code.
+#[test]
+fn a_delivery_timeout_names_the_last_retriable_code() {
+    let mut c = warmed(&[
+        ("linger.ms", "0"),
+        ("request.timeout.ms", "1000"),
+        ("delivery.timeout.ms", "1500"),
+    ]);
+    c.faults.codes = std::iter::repeat_n(KafkaCode::NOT_ENOUGH_REPLICAS.0, 1_000).collect();
+    let warm = c.reports.len();
+    send_many(&mut c, 100, 3);
+    assert!(c.run_until(Duration::from_secs(5), all_reported));
+    assert_eq!(c.reports.len(), warm + 3);
+    for r in &c.reports[warm..] {
+        let Err(e @ ProduceError::TimedOut { last_cause, .. }) = &r.outcome else {
+            panic!("{:?}", r.outcome);
+        };
+        assert_eq!(
+            last_cause.as_deref(),
+            Some(&Cause::code(KafkaCode::NOT_ENOUGH_REPLICAS.0, None)),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("last cause: NOT_ENOUGH_REPLICAS (19)"),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn batches_expire_honestly_while_later_ones_are_in_flight() {
     let mut c = warmed(&[
@@ -306,8 +338,19 @@ fn batches_expire_honestly_while_later_ones_are_in_flight() {
         .filter(|r| matches!(r.outcome, Err(ProduceError::TimedOut { .. })))
         .count();
     // Batches still in a request when their time ran out end with that request's
-    // outcome (delivered if it was answered); the others time out.
+    // outcome (delivered if it was answered); the others time out, naming why.
     assert!(timed_out >= 1, "{:?}", c.reports);
+    for r in &c.reports {
+        if let Err(e @ ProduceError::TimedOut { last_cause, .. }) = &r.outcome {
+            assert!(
+                last_cause
+                    .as_ref()
+                    .is_some_and(|c| c.to_string().contains("Produce request")),
+                "{e}"
+            );
+            assert!(e.to_string().contains("; last cause: "), "{e}");
+        }
+    }
     for r in &c.reports {
         if let Err(e) = &r.outcome {
             assert!(
