@@ -1,9 +1,10 @@
 //! Suite: the KRaft quorum and broker registrations — DescribeQuorum, UnregisterBroker,
 //! AddRaftVoter, RemoveRaftVoter.
 //!
-//! The rig's single node is broker and controller at once, with a static
-//! `controller.quorum.voters` (`kraft.version` 0): it is the quorum's only voter and
-//! leader, and it refuses voter changes. The live broker is never unregistered.
+//! The rig's single node is broker and controller at once, in a dynamic quorum
+//! (`controller.quorum.bootstrap.servers`, storage formatted `--standalone`, so
+//! `kraft.version` 1): it is the quorum's only voter and leader and judges voter changes
+//! itself. The live broker is never unregistered, and no voter change is applied.
 
 use kafka_core::admin::{
     AddRaftVoter, DescribeCluster, DescribeMetadataQuorum, RaftVoterEndpoint, RemoveRaftVoter,
@@ -21,7 +22,7 @@ macro_rules! __suite_quorum {
         $crate::__suite_tests!($d;
             quorum::describe_metadata_quorum_of_the_single_node,
             quorum::unregister_unknown_broker_is_refused,
-            quorum::raft_voter_changes_are_refused_by_a_static_quorum,
+            quorum::raft_voter_changes_are_judged_by_the_quorum_leader,
         );
     };
 }
@@ -71,28 +72,45 @@ pub fn unregister_unknown_broker_is_refused<D: Driver>() {
     );
 }
 
-/// AddRaftVoter and RemoveRaftVoter against the static quorum: the broker's refusal
-/// comes back as its typed error code, not retried.
-pub fn raft_voter_changes_are_refused_by_a_static_quorum<D: Driver>() {
-    let Some(admin) = plaintext::<D>("raft_voter_changes_are_refused_by_a_static_quorum") else {
+/// AddRaftVoter and RemoveRaftVoter against the rig's dynamic quorum (`kraft.version` 1,
+/// formatted `--standalone`): the KRaft leader itself judges them. Adding the node that
+/// already votes is DUPLICATE_VOTER; removing a node that never voted is
+/// VOTER_NOT_FOUND. Each comes back as its typed code, not retried.
+pub fn raft_voter_changes_are_judged_by_the_quorum_leader<D: Driver>() {
+    let Some(admin) = plaintext::<D>("raft_voter_changes_are_judged_by_the_quorum_leader") else {
         return;
     };
-    let dir = Uuid::from_bytes([7; 16]);
+    let quorum = admin
+        .run(DescribeMetadataQuorum::new())
+        .expect("describe quorum");
+    let voter = quorum
+        .voters
+        .iter()
+        .find(|v| v.replica_id == quorum.leader_id)
+        .expect("the leader votes");
+    assert_ne!(
+        voter.replica_directory_id,
+        Uuid::ZERO,
+        "a dynamic quorum names its voters' directories: {quorum:?}"
+    );
+    let endpoints = quorum.nodes[&quorum.leader_id].clone();
+    assert!(!endpoints.is_empty(), "{quorum:?}");
+    let added = admin
+        .run(AddRaftVoter::new(
+            voter.replica_id,
+            voter.replica_directory_id,
+            endpoints,
+        ))
+        .expect_err("already a voter");
+    println!("{}: add the voting node: {added}", D::NAME);
+    assert_eq!(added.code(), Some(KafkaCode::DUPLICATE_VOTER), "{added}");
     let removed = admin
-        .run(RemoveRaftVoter::new(4242, dir))
-        .expect_err("unknown voter");
+        .run(RemoveRaftVoter::new(4242, Uuid::from_bytes([7; 16])))
+        .expect_err("never a voter");
+    println!("{}: remove an unknown voter: {removed}", D::NAME);
     assert_eq!(
         removed.code(),
-        Some(KafkaCode::UNSUPPORTED_VERSION),
+        Some(KafkaCode::VOTER_NOT_FOUND),
         "{removed}"
-    );
-    let endpoint = RaftVoterEndpoint::new("CONTROLLER", "127.0.0.1", 1);
-    let added = admin
-        .run(AddRaftVoter::new(4242, dir, [endpoint]))
-        .expect_err("static quorum");
-    assert_eq!(
-        added.code(),
-        Some(KafkaCode::UNSUPPORTED_VERSION),
-        "{added}"
     );
 }
