@@ -7,8 +7,7 @@
 //! itself. The live broker is never unregistered, and no voter change is applied.
 
 use kafka_core::admin::{
-    AddRaftVoter, DescribeCluster, DescribeMetadataQuorum, RaftVoterEndpoint, RemoveRaftVoter,
-    UnregisterBroker,
+    AddRaftVoter, DescribeCluster, DescribeMetadataQuorum, RemoveRaftVoter, UnregisterBroker,
 };
 use kafka_core::protocol::{KafkaCode, Uuid};
 
