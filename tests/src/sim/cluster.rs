@@ -19,8 +19,10 @@ use super::wire::Frame;
 pub struct Broker {
     /// Its node id.
     pub id: i32,
-    /// The host name clients connect to (`b<id>`).
+    /// The host name clients connect to (`b<id>`; `127.0.0.1` when served on loopback).
     pub host: String,
+    /// The port it advertises (9092; a listener's port when served on loopback).
+    pub port: i32,
     /// Whether it runs (a killed broker refuses connections).
     pub up: bool,
     /// Its fetch-session cache (KIP-227).
@@ -148,6 +150,7 @@ impl SimCluster {
                 .map(|id| Broker {
                     id,
                     host: format!("b{id}"),
+                    port: 9092,
                     up: true,
                     sessions: handlers::fetch::SessionCache::new(8),
                 })

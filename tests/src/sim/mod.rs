@@ -5,7 +5,8 @@
 //! coordinator's state is `txn_state`, the group coordinator's (KIP-848 membership)
 //! `group_state`. Scenario helpers (`producing`, `transacting`,
 //! `draining`, `pipeline`, `grouping`) log every send and read into a history that the checker
-//! (`history`) judges.
+//! (`history`) judges. `serve` puts the same cluster on loopback sockets for the real
+//! adapters.
 
 pub mod cluster;
 pub mod draining;
@@ -17,6 +18,7 @@ pub mod pipeline;
 pub mod producing;
 pub mod rng;
 pub mod seeds;
+pub mod serve;
 pub mod transacting;
 pub mod txn_state;
 pub mod wire;

@@ -34,7 +34,7 @@ pub fn handle(cluster: &mut SimCluster, frame: &Frame) -> Vec<u8> {
                     key,
                     node_id: b.id,
                     host: b.host.clone(),
-                    port: 9092,
+                    port: b.port,
                     ..Default::default()
                 },
                 None => Coordinator {
