@@ -112,6 +112,12 @@ impl Fixture {
 pub fn prepare(bootstrap: &str, adapter: &str, n: usize) -> Fixture {
     let topic = producer_suite::unique_topic(&format!("consume-{adapter}"));
     producer_suite::create_topic_with(bootstrap, &topic, PARTITIONS);
+    fill(bootstrap, topic, n)
+}
+
+/// Produces `n` keyed records into the existing `topic` with the blocking producer;
+/// where each landed is the fixture.
+fn fill(bootstrap: &str, topic: String, n: usize) -> Fixture {
     let producer =
         kafka_blocking::Producer::new(producer_suite::config(bootstrap, &[])).expect("producer");
     let name: Arc<str> = topic.as_str().into();
@@ -203,6 +209,64 @@ fn consume(c: &mut impl Adapter, check: &mut Check<'_>, want: usize) {
     assert_eq!(check.seen, until, "more records than produced");
     let extra = c.poll(Duration::from_millis(300));
     assert!(extra.is_empty(), "unexpected records: {:?}", extra.first());
+}
+
+/// Records [`under_sim_faults`] consumes.
+pub const SIM_RECORDS: usize = 20_000;
+
+/// An adapter's consumer against the simulated cluster on loopback sockets
+/// (`sim::serve`): [`SIM_RECORDS`] records are produced into a fresh 3-broker simulated
+/// cluster, then consumed from the beginning of every partition, 100 per poll with a
+/// short pause between polls, while a seeded fault schedule (`sim::serve::Faults`) moves
+/// leaders, resets every connection to a broker and kills and restarts brokers: every
+/// record exactly once, in offset order per partition, with its key, value and header.
+/// `make` builds the adapter's consumer from the config.
+pub fn under_sim_faults<A: Adapter>(adapter: &str, make: impl FnOnce(ClientConfig) -> A) {
+    use crate::sim::cluster::SimCluster;
+    use crate::sim::serve::{schedule_seed, Faults, SimServer};
+
+    let seed = schedule_seed(adapter);
+    let topic = format!("consume-{adapter}");
+    let mut cluster = SimCluster::new(3);
+    cluster.create_topic(&topic, PARTITIONS);
+    let server = Arc::new(SimServer::start(cluster));
+    let fixture = fill(&server.bootstrap(), topic.clone(), SIM_RECORDS);
+    println!("{adapter}: seed {seed} (SIM_ADAPTER_SEED={seed} replays the schedule)");
+    let faults = Faults::start(&server, adapter, seed, &topic);
+    let mut c = make(config(
+        &server.bootstrap(),
+        &[
+            ("max.poll.records", "100"),
+            ("request.timeout.ms", "2000"),
+            ("reconnect.backoff.ms", "20"),
+            ("reconnect.backoff.max.ms", "200"),
+            ("retry.backoff.ms", "20"),
+            ("metadata.max.age.ms", "1000"),
+        ],
+    ));
+    c.assign(&fixture.partitions());
+    let mut check = Check::new(&fixture);
+    let start = Instant::now();
+    while check.seen < SIM_RECORDS {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "{adapter}: {} of {SIM_RECORDS} records after {PATIENCE:?} (seed {seed})",
+            check.seen
+        );
+        for r in c.poll(Duration::from_millis(200)) {
+            check.take(&r);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let injected = faults.stop();
+    let extra = c.poll(Duration::from_millis(300));
+    assert!(extra.is_empty(), "unexpected records: {:?}", extra.first());
+    c.close();
+    println!(
+        "{adapter}: {SIM_RECORDS} records consumed once, in order, in {:?}; {injected:?}",
+        start.elapsed()
+    );
+    assert!(injected.total() > 0, "{adapter}: no fault was injected");
 }
 
 /// Waits for a position (resets are answered asynchronously).

@@ -78,6 +78,13 @@ impl suite::Adapter for AsyncStd {
 }
 
 #[test]
+fn simulated_cluster_on_loopback_every_record_once_under_faults() {
+    suite::under_sim_faults("async-std", |c| {
+        AsyncStd(Consumer::new(c).expect("consumer"))
+    });
+}
+
+#[test]
 fn real_broker_every_record_once_in_order_with_seek_pause_resume() {
     let Some(bootstrap) = kafka_tests::broker_or_skip("consumer_async_std real broker") else {
         return;

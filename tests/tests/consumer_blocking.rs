@@ -76,6 +76,13 @@ impl suite::Adapter for Blocking {
 }
 
 #[test]
+fn simulated_cluster_on_loopback_every_record_once_under_faults() {
+    suite::under_sim_faults("blocking", |c| {
+        Blocking(Consumer::new(c).expect("consumer"))
+    });
+}
+
+#[test]
 fn real_broker_every_record_once_in_order_with_seek_pause_resume() {
     let Some(bootstrap) = kafka_tests::broker_or_skip("consumer_blocking real broker") else {
         return;

@@ -18,9 +18,12 @@ struct Mio {
 
 impl Mio {
     fn new(bootstrap: &str) -> Self {
+        Mio::with_config(suite::config(bootstrap, &[]))
+    }
+
+    fn with_config(config: kafka_core::config::ClientConfig) -> Self {
         let poll = Poll::new().expect("poll");
-        let mut driver =
-            Driver::new(suite::config(bootstrap, &[]), poll.registry(), 0..64).expect("driver");
+        let mut driver = Driver::new(config, poll.registry(), 0..64).expect("driver");
         let id = driver.start_consumer();
         Mio {
             poll,
@@ -152,6 +155,11 @@ impl suite::Adapter for Mio {
         assert_eq!(self.driver.consumer(self.id).poll(&mut out), 0);
         self.driver.shutdown(self.poll.registry());
     }
+}
+
+#[test]
+fn simulated_cluster_on_loopback_every_record_once_under_faults() {
+    suite::under_sim_faults("mio", Mio::with_config);
 }
 
 #[test]

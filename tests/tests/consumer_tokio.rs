@@ -91,6 +91,15 @@ impl suite::Adapter for Tokio {
 }
 
 #[test]
+fn simulated_cluster_on_loopback_every_record_once_under_faults() {
+    suite::under_sim_faults("tokio", |c| {
+        let rt = runtime();
+        let consumer = rt.block_on(async { Consumer::new(c) }).expect("consumer");
+        Tokio { rt, consumer }
+    });
+}
+
+#[test]
 fn real_broker_every_record_once_in_order_with_seek_pause_resume() {
     let Some(bootstrap) = kafka_tests::broker_or_skip("consumer_tokio real broker") else {
         return;

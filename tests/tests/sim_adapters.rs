@@ -11,7 +11,6 @@
 //! `SIM_ADAPTER_RECORDS` (default 20,000) sets the records per adapter.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,8 +19,7 @@ use kafka_core::config::ClientConfig;
 use kafka_core::record::{Batch, Batches, DecodeOptions};
 use kafka_tests::producer_suite::{self as suite, PARTITIONS};
 use kafka_tests::sim::cluster::SimCluster;
-use kafka_tests::sim::rng::Rng;
-use kafka_tests::sim::serve::SimServer;
+use kafka_tests::sim::serve::{schedule_seed, Faults, SimServer};
 
 const TOPIC: &str = "t";
 
@@ -38,18 +36,6 @@ const RATE: u128 = 10;
 /// How many records may have been handed over `since` (the pacing).
 fn allowed(since: Instant) -> usize {
     (since.elapsed().as_millis() * RATE + 1) as usize
-}
-
-fn seed(adapter: &str) -> u64 {
-    std::env::var("SIM_ADAPTER_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64);
-            t ^ adapter.len() as u64
-        })
 }
 
 fn producer_config(bootstrap: &str) -> ClientConfig {
@@ -69,33 +55,20 @@ fn producer_config(bootstrap: &str) -> ClientConfig {
     )
 }
 
-/// What the fault thread did, by kind.
-#[derive(Debug, Default)]
-struct Injected {
-    leader_moves: u64,
-    resets: u64,
-    kills: u64,
-}
-
 /// Runs `produce` (an adapter sending `n` records, returning `(partition, offset)` per
-/// record in send order) while faults are injected, then checks the simulated logs.
+/// record in send order) under a seeded [`Faults`] schedule, then checks the simulated
+/// logs.
 fn under_faults(adapter: &str, produce: impl FnOnce(&str, usize) -> Vec<(i32, i64)>) {
-    let seed = seed(adapter);
+    let seed = schedule_seed(adapter);
     let n = records();
     let mut cluster = SimCluster::new(3);
     cluster.create_topic(TOPIC, PARTITIONS);
     let server = Arc::new(SimServer::start(cluster));
     println!("{adapter}: seed {seed} (SIM_ADAPTER_SEED={seed} replays the schedule)");
-    let done = Arc::new(AtomicBool::new(false));
-    let faults = {
-        let (server, done) = (server.clone(), done.clone());
-        let adapter = adapter.to_string();
-        thread::spawn(move || inject(&adapter, seed, &server, &done))
-    };
+    let faults = Faults::start(&server, adapter, seed, TOPIC);
     let started = Instant::now();
     let delivered = produce(&server.bootstrap(), n);
-    done.store(true, Ordering::SeqCst);
-    let injected = faults.join().expect("fault thread");
+    let injected = faults.stop();
     assert_eq!(delivered.len(), n);
     let logs = server.with_cluster(|c| logs(c));
     check(adapter, &delivered, &logs);
@@ -103,66 +76,7 @@ fn under_faults(adapter: &str, produce: impl FnOnce(&str, usize) -> Vec<(i32, i6
         "{adapter}: {n} records in {:?}, every one once and in order; {injected:?}",
         started.elapsed()
     );
-    assert!(
-        injected.leader_moves + injected.resets + injected.kills > 0,
-        "{adapter}: no fault was injected"
-    );
-}
-
-/// The fault schedule: every 10–40 ms one of a leader move, a reset of every
-/// connection to a broker, or a broker killed and restarted 100–300 ms later (one at a
-/// time), until `done`.
-fn inject(adapter: &str, seed: u64, server: &SimServer, done: &AtomicBool) -> Injected {
-    let mut rng = Rng::new(seed);
-    let mut injected = Injected::default();
-    let mut down: Option<(i32, Instant)> = None;
-    let began = Instant::now();
-    while !done.load(Ordering::SeqCst) {
-        thread::sleep(rng.millis(10, 40));
-        let at = began.elapsed().as_millis();
-        if let Some((node, until)) = down {
-            if Instant::now() >= until {
-                server.restart(node);
-                println!("{adapter} fault @{at} ms: restart broker {node}");
-                down = None;
-            }
-            continue;
-        }
-        let node = rng.below(3) as i32 + 1;
-        match rng.below(10) {
-            0..=4 => {
-                let partition = rng.below(PARTITIONS as u64) as i32;
-                let moved = server.with_cluster(|c| {
-                    let p = &c.topics[TOPIC].partitions[partition as usize];
-                    let to = p
-                        .replicas
-                        .iter()
-                        .copied()
-                        .find(|r| *r != p.leader && c.broker(*r).is_some_and(|b| b.up));
-                    to.filter(|to| c.move_leader(TOPIC, partition, *to))
-                });
-                if let Some(to) = moved {
-                    injected.leader_moves += 1;
-                    println!("{adapter} fault @{at} ms: leader of {TOPIC}-{partition} to {to}");
-                }
-            }
-            5..=7 => {
-                let n = server.reset_connections(node);
-                injected.resets += 1;
-                println!("{adapter} fault @{at} ms: reset {n} connections to broker {node}");
-            }
-            _ => {
-                server.kill(node);
-                injected.kills += 1;
-                down = Some((node, Instant::now() + rng.millis(100, 300)));
-                println!("{adapter} fault @{at} ms: kill broker {node}");
-            }
-        }
-    }
-    if let Some((node, _)) = down {
-        server.restart(node);
-    }
-    injected
+    assert!(injected.total() > 0, "{adapter}: no fault was injected");
 }
 
 /// Every partition's log: `(offset, record index)` in offset order.
@@ -280,7 +194,13 @@ fn tokio_producer_survives_simulated_faults() {
                 let Ok(outcome) = tokio::time::timeout(Duration::from_secs(60), d).await else {
                     panic!("record {i}: no outcome in 60 s");
                 };
-                let m = outcome.unwrap_or_else(|e| panic!("record {i}: {e}"));
+                let m = match outcome {
+                    Ok(m) => m,
+                    Err(e) => {
+                        let metrics = producer.metrics().await;
+                        panic!("record {i}: {e}; {metrics:?}");
+                    }
+                };
                 out.push((m.partition, m.offset));
             }
             out

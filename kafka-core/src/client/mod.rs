@@ -316,6 +316,10 @@ pub struct Client {
     lookups_in_flight: HashSet<(i8, String)>,
     /// Requests waiting for their route to resolve, per route, in arrival order.
     parked: HashMap<Route, VecDeque<u64>>,
+    /// Requests waiting out a node's reconnect backoff, in arrival order per node: they
+    /// go out before any later request to that node, else one routed just after the
+    /// backoff would overtake them (an idempotent producer's batches reordered).
+    node_waiters: HashMap<i32, VecDeque<u64>>,
     /// Every deadline, by reason.
     timers: Timers,
     /// Machines with a reason to be polled.
@@ -387,6 +391,7 @@ impl Client {
             lookups_wanted: Default::default(),
             lookups_in_flight: Default::default(),
             parked: HashMap::new(),
+            node_waiters: HashMap::new(),
             timers: Timers::default(),
             ready_ops: BTreeSet::new(),
             polling_op: None,

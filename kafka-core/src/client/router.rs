@@ -1,6 +1,7 @@
 //! Routing: turning a [`Route`] into a connection, parking requests that wait for
 //! metadata or a coordinator, retrying, and handling the router's own requests.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -126,7 +127,29 @@ impl Client {
                         p.retry_at = Some(until);
                         let give_up = *p.give_up_at.get_or_insert(now + wait);
                         self.timers.set(Timer::Parked(id), Some(until.min(give_up)));
+                        let queue = self.node_waiters.entry(node).or_default();
+                        if !queue.contains(&id) {
+                            queue.push_back(id);
+                        }
                         return;
+                    }
+                }
+                // Requests that waited out this node's backoff and came before this one
+                // go first, in arrival order; those after it stay queued behind it.
+                if let Some(mut before) = self.node_waiters.remove(&node) {
+                    let after = match before.iter().position(|&w| w == id) {
+                        Some(i) => {
+                            let after = before.split_off(i + 1);
+                            before.pop_back();
+                            after
+                        }
+                        None => VecDeque::new(),
+                    };
+                    for w in before {
+                        self.route(now, w);
+                    }
+                    if !after.is_empty() {
+                        self.node_waiters.insert(node, after);
                     }
                 }
                 let Some(conn) = self.connection_to(node, Lane::of(api)) else {

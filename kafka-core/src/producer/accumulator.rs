@@ -131,6 +131,8 @@ pub(super) struct Part {
     pub(super) queued: VecDeque<Batch>,
     /// Batches of this partition in unresolved requests.
     pub(super) inflight: u32,
+    /// The broker those requests went to (one at a time per partition, see the sender).
+    pub(super) inflight_node: Option<i32>,
     /// Batches that failed retriably and wait for `inflight` to reach 0.
     pub(super) failed: Vec<Batch>,
     /// The next base sequence to assign (idempotence).
@@ -497,6 +499,7 @@ impl TopicSlot<'_> {
             next_order: 0,
             backoff_until: None,
             last_cause: None,
+            inflight_node: None,
         });
         entry.parts[p] = i;
         Ok(i)

@@ -159,6 +159,13 @@ impl Sender {
                     cx.request_metadata([topic]);
                     continue;
                 };
+                // One broker at a time per partition: batches sent to a new leader while
+                // earlier ones are still in flight to the old one (or parked on its
+                // reconnect backoff) could reach it first and be refused
+                // OUT_OF_ORDER_SEQUENCE_NUMBER. Wait for those to resolve.
+                if p.inflight > 0 && p.inflight_node.is_some_and(|n| n != node) {
+                    continue;
+                }
                 let len = head.bytes.len();
                 let slot = match self.building.iter().position(|(n, _, _)| *n == node) {
                     Some(i) => i,
@@ -204,6 +211,7 @@ impl Sender {
                 }
                 batch.attempts += 1;
                 p.inflight += 1;
+                p.inflight_node = Some(node);
                 *size += len;
                 batches.push(batch);
             }

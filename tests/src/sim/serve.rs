@@ -14,9 +14,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::cluster::SimCluster;
+use super::rng::Rng;
 use super::wire::take_frames;
 
 /// Shared between the server's threads.
@@ -68,9 +69,10 @@ impl SimServer {
             stop: AtomicBool::new(false),
             resets: AtomicU64::new(0),
         });
+        let label = addrs[0].clone();
         for (node, listener) in nodes.into_iter().zip(listeners) {
-            let shared = shared.clone();
-            thread::spawn(move || accept(node, listener, &shared));
+            let (shared, label) = (shared.clone(), label.clone());
+            thread::spawn(move || accept(&label, node, listener, &shared));
         }
         SimServer { shared, addrs }
     }
@@ -130,7 +132,7 @@ impl Drop for SimServer {
     }
 }
 
-fn accept(node: i32, listener: TcpListener, shared: &Arc<Shared>) {
+fn accept(label: &str, node: i32, listener: TcpListener, shared: &Arc<Shared>) {
     listener
         .set_nonblocking(true)
         .expect("nonblocking listener");
@@ -147,7 +149,10 @@ fn accept(node: i32, listener: TcpListener, shared: &Arc<Shared>) {
                     conns.push((node, clone));
                 }
                 let shared = shared.clone();
-                thread::spawn(move || serve(node, socket, &shared));
+                // Named after the server's first address, so traces tell servers apart.
+                let _ = thread::Builder::new()
+                    .name(format!("sim {label} node {node}"))
+                    .spawn(move || serve(node, socket, &shared));
             }
             Err(_) => thread::sleep(Duration::from_millis(2)),
         }
@@ -191,4 +196,118 @@ fn serve(node: i32, mut socket: TcpStream, shared: &Shared) {
             }
         }
     }
+}
+
+/// The seed of a fault schedule: `SIM_ADAPTER_SEED`, else from the clock (print it).
+pub fn schedule_seed(label: &str) -> u64 {
+    std::env::var("SIM_ADAPTER_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            t ^ label.len() as u64
+        })
+}
+
+/// What a [`Faults`] schedule injected, by kind.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Injected {
+    /// Partition leaders moved.
+    pub leader_moves: u64,
+    /// Times every connection to a broker was reset.
+    pub resets: u64,
+    /// Brokers killed (each restarted 100–300 ms later).
+    pub kills: u64,
+}
+
+impl Injected {
+    /// Faults of every kind.
+    pub fn total(&self) -> u64 {
+        self.leader_moves + self.resets + self.kills
+    }
+}
+
+/// A seeded fault schedule running on its own thread against a [`SimServer`]: every
+/// 10–40 ms one of a leader move of a partition of `topic` (half the time), a reset of
+/// every connection to a broker, or a broker killed and restarted 100–300 ms later (one
+/// down at a time). Each fault is printed with its time, so a seed's schedule can be
+/// read and replayed.
+pub struct Faults {
+    done: Arc<AtomicBool>,
+    thread: thread::JoinHandle<Injected>,
+}
+
+impl Faults {
+    /// Starts the schedule of `seed`, labelled `label` in its output.
+    pub fn start(server: &Arc<SimServer>, label: &str, seed: u64, topic: &str) -> Faults {
+        let done = Arc::new(AtomicBool::new(false));
+        let (server, stop) = (server.clone(), done.clone());
+        let (label, topic) = (label.to_string(), topic.to_string());
+        let thread = thread::spawn(move || inject(&label, seed, &server, &topic, &stop));
+        Faults { done, thread }
+    }
+
+    /// Stops the schedule (a killed broker is restarted) and says what it injected.
+    pub fn stop(self) -> Injected {
+        self.done.store(true, Ordering::SeqCst);
+        self.thread.join().expect("fault thread")
+    }
+}
+
+fn inject(label: &str, seed: u64, server: &SimServer, topic: &str, done: &AtomicBool) -> Injected {
+    let mut rng = Rng::new(seed);
+    let mut injected = Injected::default();
+    let mut down: Option<(i32, Instant)> = None;
+    let began = Instant::now();
+    let brokers = server.with_cluster(|c| c.brokers.len() as u64);
+    while !done.load(Ordering::SeqCst) {
+        thread::sleep(rng.millis(10, 40));
+        let at = began.elapsed().as_millis();
+        if let Some((node, until)) = down {
+            if Instant::now() >= until {
+                server.restart(node);
+                println!("{label} fault @{at} ms: restart broker {node}");
+                down = None;
+            }
+            continue;
+        }
+        let node = rng.below(brokers) as i32 + 1;
+        match rng.below(10) {
+            0..=4 => {
+                let moved = server.with_cluster(|c| {
+                    let partitions = c.topics[topic].partitions.len() as u64;
+                    let partition = rng.below(partitions) as i32;
+                    let p = &c.topics[topic].partitions[partition as usize];
+                    let to = p
+                        .replicas
+                        .iter()
+                        .copied()
+                        .find(|r| *r != p.leader && c.broker(*r).is_some_and(|b| b.up))?;
+                    c.move_leader(topic, partition, to)
+                        .then_some((partition, to))
+                });
+                if let Some((partition, to)) = moved {
+                    injected.leader_moves += 1;
+                    println!("{label} fault @{at} ms: leader of {topic}-{partition} to {to}");
+                }
+            }
+            5..=7 => {
+                let n = server.reset_connections(node);
+                injected.resets += 1;
+                println!("{label} fault @{at} ms: reset {n} connections to broker {node}");
+            }
+            _ => {
+                server.kill(node);
+                injected.kills += 1;
+                down = Some((node, Instant::now() + rng.millis(100, 300)));
+                println!("{label} fault @{at} ms: kill broker {node}");
+            }
+        }
+    }
+    if let Some((node, _)) = down {
+        server.restart(node);
+    }
+    injected
 }

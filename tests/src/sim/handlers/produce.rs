@@ -89,7 +89,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Option<Vec<
         .map(|b| NodeEndpoint {
             node_id: b.id,
             host: b.host.clone(),
-            port: 9092,
+            port: b.port,
             ..Default::default()
         })
         .collect();
