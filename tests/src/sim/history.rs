@@ -256,6 +256,8 @@ struct Session {
     name: String,
     isolation: Isolation,
     complete: bool,
+    /// The one topic a complete session read to its end (`None`: every topic).
+    topic: Option<String>,
     reads: Vec<ReadRec>,
 }
 
@@ -331,8 +333,23 @@ impl History {
             name: format!("{reader}#{}", id.0),
             isolation,
             complete,
+            topic: None,
             reads: Vec::new(),
         });
+        id
+    }
+
+    /// As [`begin_reads`](Self::begin_reads) for a session reading one `topic`: when
+    /// complete, every acknowledged record of that topic must appear in it.
+    pub fn begin_reads_of(
+        &mut self,
+        reader: &str,
+        isolation: Isolation,
+        complete: bool,
+        topic: &str,
+    ) -> ReadSession {
+        let id = self.begin_reads(reader, isolation, complete);
+        self.sessions[id.0].topic = Some(topic.to_string());
         id
     }
 

@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod producing;
 pub mod rng;
 pub mod seeds;
+pub mod throttle;
 pub mod transacting;
 pub mod txn_state;
 pub mod wire;

@@ -42,6 +42,10 @@ pub struct ProduceRun {
     pub acked: usize,
     /// Why records failed or ended indeterminate: the error's text and how many.
     pub errors: BTreeMap<String, usize>,
+    /// When each pending record was accepted.
+    sent_at: HashMap<(u64, u32), std::time::Instant>,
+    /// The longest a record waited from `send` to its report being taken.
+    pub longest_wait: std::time::Duration,
 }
 
 impl ProduceRun {
@@ -64,6 +68,8 @@ impl ProduceRun {
             resolved: 0,
             acked: 0,
             errors: BTreeMap::new(),
+            sent_at: HashMap::new(),
+            longest_wait: std::time::Duration::ZERO,
         }
     }
 
@@ -90,6 +96,7 @@ impl ProduceRun {
             Ok(a) => {
                 let id = history.send(&self.label, topic, a.partition, value, None);
                 self.pending.insert((a.batch.0, a.index), id);
+                self.sent_at.insert((a.batch.0, a.index), now);
                 self.accepted += 1;
                 true
             }
@@ -115,6 +122,9 @@ impl ProduceRun {
                         world.seed, r.batch.0
                     );
                 };
+                if let Some(at) = self.sent_at.remove(&(r.batch.0, index)) {
+                    self.longest_wait = self.longest_wait.max(now - at);
+                }
                 let outcome = match &r.outcome {
                     Ok(d) => {
                         self.acked += 1;

@@ -14,6 +14,7 @@ use kafka_core::protocol::ApiKey;
 
 use super::cluster::SimCluster;
 use super::rng::Rng;
+use super::throttle::{set_throttle, Throttling};
 use super::wire::take_frames;
 
 /// Network faults, active while [`World::faults_on`] is set.
@@ -80,7 +81,8 @@ pub enum ClusterEvent {
 
 #[derive(Debug)]
 enum ToClient {
-    Bytes(Vec<u8>),
+    /// An answer, and the throttle (ms) it carries.
+    Bytes(Vec<u8>, u64),
     Reset,
 }
 
@@ -94,6 +96,13 @@ struct SimConn {
     to_client: VecDeque<(Instant, ToClient)>,
     /// The broker side reset it: whatever the client still writes is lost.
     dead: bool,
+    /// The broker reads nothing more before this (KIP-219: muted after a throttled
+    /// answer).
+    muted_until: Option<Instant>,
+    /// The client received a throttled answer: it must write nothing before this.
+    throttled_until: Option<Instant>,
+    /// Requests read in the current virtual second: `(second, count)`.
+    window: (u64, u64),
 }
 
 /// Counts of what the network did.
@@ -109,10 +118,21 @@ pub struct NetCounters {
     pub requests_dropped: u64,
     /// Answers stalled.
     pub stalls: u64,
+    /// Answers stalled, by API.
+    pub stalled_apis: BTreeMap<&'static str, u64>,
     /// Connections reset by a broker stopping.
     pub kill_resets: u64,
     /// Connections the clients closed.
     pub client_closes: u64,
+    /// Answers that carried a throttle (KIP-219).
+    pub throttled: u64,
+    /// Throttled answers by API.
+    pub throttled_apis: BTreeMap<&'static str, u64>,
+    /// Writes by a client to a connection it had been told was throttled.
+    pub throttle_violations: u64,
+    /// The most requests one connection carried in one virtual second, and their API
+    /// (the last one counted).
+    pub peak_rate: (u64, &'static str),
 }
 
 /// The world: clients, cluster, network, clock.
@@ -131,6 +151,8 @@ pub struct World {
     pub latency_ms: (u64, u64),
     /// Network counters.
     pub net: NetCounters,
+    /// Throttled answers (KIP-219), while [`faults_on`](Self::faults_on).
+    pub throttling: Throttling,
     rng: Rng,
     now: Instant,
     origin: Instant,
@@ -162,6 +184,7 @@ impl World {
             faults_on: false,
             latency_ms: (0, 3),
             net: NetCounters::default(),
+            throttling: Throttling::default(),
             rng: Rng::new(seed),
             now: origin,
             origin,
@@ -364,7 +387,7 @@ impl World {
                 consider(t);
             }
             if let Some((t, _)) = conn.to_broker.front() {
-                consider(*t);
+                consider(conn.muted_until.map_or(*t, |m| m.max(*t)));
             }
             if let Some((t, _)) = conn.to_client.front() {
                 consider(*t);
@@ -403,6 +426,9 @@ impl World {
                                 broker_buf: Vec::new(),
                                 to_client: VecDeque::new(),
                                 dead: false,
+                                muted_until: None,
+                                throttled_until: None,
+                                window: (0, 0),
                             },
                         );
                     }
@@ -422,27 +448,33 @@ impl World {
                 .map(|(k, _)| k.1)
                 .collect();
             for id in open {
-                let mut out = Vec::new();
-                self.clients[ci].poll_transmit(self.now, ConnId(id), &mut out);
-                if out.is_empty() {
-                    continue;
-                }
-                self.mix(4, id, out.len() as u64);
-                let lat = self.latency();
-                let conn = self.conns.get_mut(&(ci, id)).expect("open conn");
-                if conn.dead {
-                    continue; // the broker side is gone: the bytes are lost
-                }
-                let at = conn
-                    .to_broker
-                    .back()
-                    .map_or(self.now, |b| b.0)
-                    .max(self.now + lat);
-                conn.to_broker.push_back((at, out));
+                self.transmit((ci, id));
             }
             // Events are not the scenarios' business: they read the machines directly.
             while self.clients[ci].poll_event().is_some() {}
         }
+    }
+
+    /// Takes what client `k.0` wrote to connection `k.1` and sends it on its way.
+    fn transmit(&mut self, k: (usize, u64)) {
+        let (ci, id) = k;
+        let mut out = Vec::new();
+        self.clients[ci].poll_transmit(self.now, ConnId(id), &mut out);
+        if out.is_empty() {
+            return;
+        }
+        self.mix(4, id, out.len() as u64);
+        let lat = self.latency();
+        let now = self.now;
+        let conn = self.conns.get_mut(&(ci, id)).expect("open conn");
+        if conn.throttled_until.is_some_and(|t| t > now) {
+            self.net.throttle_violations += 1;
+        }
+        if conn.dead {
+            return; // the broker side is gone: the bytes are lost
+        }
+        let at = conn.to_broker.back().map_or(now, |b| b.0).max(now + lat);
+        conn.to_broker.push_back((at, out));
     }
 
     fn fire_schedule(&mut self) {
@@ -554,7 +586,10 @@ impl World {
             let Some(c) = self.conns.get_mut(&k) else {
                 return;
             };
-            if c.dead || c.to_broker.front().is_none_or(|(t, _)| *t > self.now) {
+            if c.dead
+                || c.to_broker.front().is_none_or(|(t, _)| *t > self.now)
+                || c.muted_until.is_some_and(|m| m > self.now)
+            {
                 return;
             }
             let (_, bytes) = c.to_broker.pop_front().expect("checked");
@@ -564,17 +599,39 @@ impl World {
                 Ok(f) => f,
                 Err(bad) => panic!("seed {}: the client wrote a bad frame: {bad:?}", self.seed),
             };
+            let second = (self.now - self.origin).as_secs();
             for frame in frames {
                 self.mix(7, k.1, frame.api as u64);
+                let c = self.conns.get_mut(&k).expect("still open");
+                c.window = match c.window {
+                    (s, n) if s == second => (s, n + 1),
+                    _ => (second, 1),
+                };
+                if c.window.1 > self.net.peak_rate.0 {
+                    self.net.peak_rate = (c.window.1, frame.api.name());
+                }
                 let faulty = self.faulty(frame.api);
                 if faulty && self.rng.chance(self.faults.reset_before) {
                     self.net.requests_dropped += 1;
                     self.reset_from_broker(k);
                     return;
                 }
-                let Some(answer) = self.cluster.handle(node, &frame) else {
+                let Some(mut answer) = self.cluster.handle(node, &frame) else {
                     continue;
                 };
+                let mut throttle = 0;
+                if self.faults_on
+                    && self.throttling.applies(frame.api)
+                    && self.rng.chance(self.throttling.chance)
+                {
+                    let (lo, hi) = self.throttling.ms;
+                    let ms = lo + self.rng.below(hi - lo + 1);
+                    if set_throttle(&mut answer.bytes, frame.api, frame.version, ms as i32) {
+                        throttle = ms;
+                        self.net.throttled += 1;
+                        *self.net.throttled_apis.entry(frame.api.name()).or_default() += 1;
+                    }
+                }
                 if faulty && self.rng.chance(self.faults.lose_answer) {
                     self.net.answers_lost += 1;
                     self.reset_from_broker(k);
@@ -583,6 +640,7 @@ impl World {
                 let mut hold = Duration::from_millis(answer.hold_ms);
                 if faulty && self.rng.chance(self.faults.stall) {
                     self.net.stalls += 1;
+                    *self.net.stalled_apis.entry(frame.api.name()).or_default() += 1;
                     hold += Duration::from_millis(self.faults.stall_ms);
                 }
                 let lat = self.latency();
@@ -593,7 +651,13 @@ impl World {
                     .back()
                     .map_or(now, |b| b.0)
                     .max(now + hold + lat);
-                c.to_client.push_back((at, ToClient::Bytes(answer.bytes)));
+                c.to_client
+                    .push_back((at, ToClient::Bytes(answer.bytes, throttle)));
+                if throttle > 0 {
+                    // Kafka mutes the channel from sending the answer until the throttle ends.
+                    let until = now + hold + Duration::from_millis(throttle);
+                    c.muted_until = Some(c.muted_until.map_or(until, |m| m.max(until)));
+                }
             }
         }
     }
@@ -618,7 +682,7 @@ impl World {
                     );
                     return;
                 }
-                ToClient::Bytes(bytes) => {
+                ToClient::Bytes(bytes, throttle) => {
                     self.mix(9, k.1, bytes.len() as u64);
                     // Delivered in up to three pieces cut at random points, as TCP may.
                     let mut rest: &[u8] = &bytes;
@@ -630,7 +694,19 @@ impl World {
                         self.clients[k.0].handle_received(self.now, ConnId(k.1), &rest[..cut]);
                         rest = &rest[cut..];
                     }
+                    if throttle > 0 {
+                        // What the client wrote before the answer's last bytes arrived was
+                        // not written under its throttle: send it on now.
+                        self.transmit(k);
+                    }
                     self.clients[k.0].handle_received(self.now, ConnId(k.1), rest);
+                    if throttle > 0 {
+                        let until = self.now + Duration::from_millis(throttle);
+                        if let Some(c) = self.conns.get_mut(&k) {
+                            c.throttled_until =
+                                Some(c.throttled_until.map_or(until, |t| t.max(until)));
+                        }
+                    }
                 }
             }
         }

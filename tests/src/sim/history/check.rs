@@ -250,8 +250,10 @@ impl History {
                     if self.txns.get(&txn) != Some(&TxnOutcome::Committed) {
                         continue;
                     }
-                    let (got, missing): (Vec<SendId>, Vec<SendId>) =
-                        ids.iter().partition(|id| seen.contains(id));
+                    let (got, missing): (Vec<SendId>, Vec<SendId>) = ids
+                        .iter()
+                        .filter(|&&id| s.topic.as_ref().is_none_or(|t| *t == self.rec_of(id).topic))
+                        .partition(|id| seen.contains(id));
                     if !got.is_empty() && !missing.is_empty() {
                         excused.extend(missing.iter().copied());
                         let recs = |ids: &[SendId]| {
@@ -270,6 +272,12 @@ impl History {
             }
             for id in self.ids() {
                 let Some(o) = self.acked_at(id) else { continue };
+                if s.topic
+                    .as_ref()
+                    .is_some_and(|t| *t != self.rec_of(id).topic)
+                {
+                    continue;
+                }
                 if self.committed(id) && !seen.contains(&id) && !excused.contains(&id) {
                     out.push(Anomaly::LostAck {
                         session: s.name.clone(),
