@@ -119,6 +119,10 @@ pub struct Counters {
     pub unclean_elections: u64,
     /// Records cut off by unclean leader elections.
     pub truncated_records: u64,
+    /// Topics hidden (`topics.rs`).
+    pub topics_hidden: u64,
+    /// Topics deleted.
+    pub topics_deleted: u64,
 }
 
 /// The cluster.
@@ -138,6 +142,8 @@ pub struct SimCluster {
     pub txn: TxnCoordinator,
     /// The group coordinator's membership state (`group_state`, KIP-848 groups).
     pub groups: GroupCoordinator,
+    /// Topics missing from the cluster for a while, with their logs (`topics.rs`).
+    pub hidden: BTreeMap<String, Topic>,
 }
 
 impl SimCluster {
@@ -158,6 +164,7 @@ impl SimCluster {
             counters: Counters::default(),
             txn: TxnCoordinator::default(),
             groups: GroupCoordinator::default(),
+            hidden: BTreeMap::new(),
         }
     }
 

@@ -18,6 +18,7 @@ pub mod producing;
 pub mod rng;
 pub mod seeds;
 pub mod throttle;
+pub mod topics;
 pub mod transacting;
 pub mod txn_state;
 pub mod wire;

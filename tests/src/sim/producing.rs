@@ -84,6 +84,22 @@ impl ProduceRun {
         partition: Option<i32>,
         value: &[u8],
     ) -> bool {
+        match self.offer(world, history, topic, partition, value) {
+            Ok(taken) => taken,
+            Err(e) => panic!("seed {}: send refused: {e}", world.seed),
+        }
+    }
+
+    /// Offers one record: `Ok(false)` when the producer cannot take it now, `Err` when it
+    /// refuses it for good (the record is then not in the history).
+    pub fn offer(
+        &mut self,
+        world: &mut World,
+        history: &mut History,
+        topic: &str,
+        partition: Option<i32>,
+        value: &[u8],
+    ) -> Result<bool, SendError> {
         let mut rec = ProducerRecord::new(topic, value);
         if let Some(p) = partition {
             rec = rec.partition(p);
@@ -98,10 +114,10 @@ impl ProduceRun {
                 self.pending.insert((a.batch.0, a.index), id);
                 self.sent_at.insert((a.batch.0, a.index), now);
                 self.accepted += 1;
-                true
+                Ok(true)
             }
-            Err(SendError::WouldBlock(_)) => false,
-            Err(e) => panic!("seed {}: send refused: {e}", world.seed),
+            Err(SendError::WouldBlock(_)) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

@@ -65,6 +65,12 @@ pub enum ClusterEvent {
     Restart(i32),
     /// A broker evicts a fetch session.
     EvictSession(i32),
+    /// A topic goes missing from the cluster, its log kept (`topics.rs`).
+    HideTopic(String),
+    /// A hidden topic comes back.
+    ShowTopic(String),
+    /// A topic is deleted for good.
+    DeleteTopic(String),
     /// An unclean leader election: the new leader lacks the log's last batches (see
     /// [`SimCluster::unclean_election`](super::cluster::SimCluster::unclean_election)).
     UncleanElection {
@@ -514,6 +520,15 @@ impl World {
                 } => {
                     self.cluster
                         .unclean_election(&topic, partition, to, drop_batches);
+                }
+                ClusterEvent::HideTopic(name) => {
+                    self.cluster.hide_topic(&name);
+                }
+                ClusterEvent::ShowTopic(name) => {
+                    self.cluster.show_topic(&name);
+                }
+                ClusterEvent::DeleteTopic(name) => {
+                    self.cluster.delete_topic(&name);
                 }
                 ClusterEvent::EvictSession(node) => {
                     if let Some(b) = self.cluster.brokers.iter_mut().find(|b| b.id == node) {
