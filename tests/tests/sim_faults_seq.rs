@@ -1,0 +1,241 @@
+//! Producer sequence faults of `PERF-AND-FAULTS.md` B3 on the simulated cluster
+//! (`kafka_tests::sim`), each over many seeds and judged by the history checker. F8: a
+//! partition's first batch expires (`delivery.timeout.ms`) while later batches are in
+//! flight to a slow broker — no duplicate, no reordering, the expired and the
+//! unresolved records reported failed or possibly delivered honestly, the epoch bumped
+//! and the producer writing on. Replay one seed with `SIM_SEED=<n>`; run more with
+//! `SIM_SEEDS=<count>`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kafka_core::protocol::ApiKey;
+use kafka_tests::sim::draining::drain;
+use kafka_tests::sim::history::{History, Isolation, Verdict};
+use kafka_tests::sim::producing::ProduceRun;
+use kafka_tests::sim::seeds::for_each_seed;
+use kafka_tests::sim::world::{NetFaults, World};
+
+const TOPIC: &str = "t";
+const PARTITIONS: i32 = 3;
+const SEEDS: u64 = 1000;
+
+/// What one run left behind, summed over a sweep.
+#[derive(Default, Debug)]
+struct Sweep {
+    runs: u64,
+    records: usize,
+    acked: usize,
+    /// Records reported with an error, by error.
+    failed: BTreeMap<String, usize>,
+    /// Records of the second wave (after healing), all of which must be acknowledged.
+    after: usize,
+    epoch_bumps: u64,
+    /// Reports of expired records taken while requests of the producer were in flight.
+    expired_while_in_flight: u64,
+    stalls: u64,
+    answers_lost: u64,
+    duplicates_refused: u64,
+    out_of_order: u64,
+    unknown_producer: u64,
+}
+
+/// The producer and what the scenario watches of it.
+struct Watched {
+    p: ProduceRun,
+    expired_while_in_flight: u64,
+}
+
+impl Watched {
+    fn failures(&self) -> usize {
+        self.p.errors.values().sum()
+    }
+
+    /// Takes the reports; counts expiries reported while requests are in flight.
+    fn take(&mut self, w: &mut World, h: &mut History) {
+        let before = self
+            .p
+            .errors
+            .iter()
+            .filter(|(e, _)| e.starts_with("delivery timed out"))
+            .map(|(_, n)| n)
+            .sum::<usize>();
+        self.p.take_reports(w, h);
+        let after = self
+            .p
+            .errors
+            .iter()
+            .filter(|(e, _)| e.starts_with("delivery timed out"))
+            .map(|(_, n)| n)
+            .sum::<usize>();
+        if after > before {
+            let now = w.now();
+            let in_flight = w.clients[self.p.client]
+                .command(now, self.p.producer, |p, _| p.metrics().requests_in_flight)
+                .unwrap_or(0);
+            if in_flight > 0 {
+                self.expired_while_in_flight += 1;
+            }
+        }
+    }
+
+    /// Sends `n` records (`<prefix>-r<i>`, round-robin over explicit partitions) 0–3 ms
+    /// apart.
+    fn send(&mut self, w: &mut World, h: &mut History, n: usize, prefix: &str) {
+        for i in 0..n {
+            let value = format!("{prefix}-r{i:04}");
+            let partition = Some(i as i32 % PARTITIONS);
+            let mut tries = 0;
+            while !self.p.send(w, h, TOPIC, partition, value.as_bytes()) {
+                tries += 1;
+                assert!(tries < 100_000, "seed {}: send blocked for good", w.seed);
+                w.run_for(Duration::from_millis(1));
+                self.take(w, h);
+            }
+            let pause = w.rng().below(4);
+            w.run_for(Duration::from_millis(pause));
+            self.take(w, h);
+        }
+    }
+
+    fn settle(&mut self, w: &mut World, h: &mut History, limit: Duration) -> bool {
+        w.run_until(limit, |w| {
+            self.take(w, h);
+            self.p.outstanding() == 0
+        })
+    }
+}
+
+/// The story: an idempotent producer with a short `delivery.timeout.ms` writes while
+/// `setup`'s faults are on; then the world heals and the same producer writes a second
+/// wave, all of which must be acknowledged; both waves are read back and judged.
+fn run(
+    seed: u64,
+    settings: &[(&str, &str)],
+    records: usize,
+    setup: &dyn Fn(&mut World),
+    sweep: &mut Sweep,
+) -> (Verdict, World) {
+    let mut world = World::new(seed, 3);
+    world.cluster.create_topic(TOPIC, PARTITIONS);
+    setup(&mut world);
+    world.faults_on = true;
+    let mut history = History::new();
+    let mut w = Watched {
+        p: ProduceRun::start(&mut world, "p1", settings),
+        expired_while_in_flight: 0,
+    };
+    w.send(&mut world, &mut history, records, &format!("s{seed}"));
+    assert!(
+        w.settle(&mut world, &mut history, Duration::from_secs(60)),
+        "seed {seed}: {} records unresolved under faults",
+        w.p.outstanding()
+    );
+    world.faults_on = false;
+    let failed_before = w.failures();
+    const AFTER: usize = 12;
+    w.send(&mut world, &mut history, AFTER, &format!("s{seed}-after"));
+    assert!(
+        w.settle(&mut world, &mut history, Duration::from_secs(60)),
+        "seed {seed}: the second wave did not resolve"
+    );
+    assert_eq!(
+        w.failures(),
+        failed_before,
+        "seed {seed}: the producer did not recover: {:?}",
+        w.p.errors
+    );
+    drain(
+        &mut world,
+        &mut history,
+        "drain",
+        TOPIC,
+        Isolation::ReadUncommitted,
+        Duration::from_secs(60),
+    );
+    let verdict = history.check();
+    let now = world.now();
+    let metrics = world.clients[w.p.client]
+        .command(now, w.p.producer, |p, _| p.metrics())
+        .expect("the producer runs");
+    if !verdict.is_clean() || std::env::var("SIM_VERBOSE").is_ok() {
+        eprintln!(
+            "seed {seed}: errors {:?}, bumps {}, broker errors {:?}, net {:?}",
+            w.p.errors, metrics.epoch_bumps, world.cluster.counters.errors, world.net
+        );
+    }
+    verdict.assert_clean(&format!("seed {seed}"));
+    let errors = &world.cluster.counters.errors;
+    let code = |c: i16| errors.get(&c).copied().unwrap_or(0);
+    sweep.runs += 1;
+    sweep.records += verdict.sends;
+    sweep.acked += verdict.acked;
+    sweep.after += AFTER;
+    for (e, n) in &w.p.errors {
+        *sweep.failed.entry(e.clone()).or_default() += n;
+    }
+    sweep.epoch_bumps += metrics.epoch_bumps;
+    sweep.expired_while_in_flight += w.expired_while_in_flight;
+    sweep.stalls += world.net.stalls;
+    sweep.answers_lost += world.net.answers_lost;
+    sweep.duplicates_refused += world.cluster.counters.duplicates_refused;
+    // OUT_OF_ORDER_SEQUENCE_NUMBER (45), UNKNOWN_PRODUCER_ID (59).
+    sweep.out_of_order += code(45);
+    sweep.unknown_producer += code(59);
+    (verdict, world)
+}
+
+/// Producer settings: a delivery timeout just above `linger.ms` + `request.timeout.ms`,
+/// so a batch whose first request stalls expires at its first retry.
+const SHORT_DELIVERY: &[(&str, &str)] = &[
+    ("linger.ms", "2"),
+    ("batch.size", "400"),
+    ("request.timeout.ms", "300"),
+    ("delivery.timeout.ms", "450"),
+    ("retry.backoff.ms", "20"),
+    ("retry.backoff.max.ms", "100"),
+    ("reconnect.backoff.ms", "5"),
+    ("reconnect.backoff.max.ms", "50"),
+    ("metadata.max.age.ms", "500"),
+    ("max.in.flight.requests.per.connection", "5"),
+];
+
+/// F8: a slow broker (15% of Produce answers held 1 s, past the 300 ms request
+/// timeout; 2% lost) makes batches expire at their 450 ms delivery timeout while later
+/// batches of their partitions are in flight or already written. No duplicate, no
+/// reordering, no acknowledged record lost; expired records are reported failed (not
+/// written) or possibly delivered, and the checker holds every report to the log; the
+/// producer bumps its epoch (the expired batch left a hole in the sequence) and the
+/// second wave after healing is acknowledged in full.
+#[test]
+fn f8_the_first_batch_expires_while_later_ones_are_in_flight() {
+    let name = "f8_the_first_batch_expires_while_later_ones_are_in_flight";
+    let mut s = Sweep::default();
+    for_each_seed(name, SEEDS, |seed| {
+        run(
+            seed,
+            SHORT_DELIVERY,
+            60,
+            &|w: &mut World| {
+                w.faults = NetFaults {
+                    stall: 150,
+                    stall_ms: 1_000,
+                    lose_answer: 20,
+                    apis: Some(vec![ApiKey::Produce]),
+                    ..Default::default()
+                };
+            },
+            &mut s,
+        );
+    });
+    eprintln!("{name}: {s:?}");
+    let expired: usize = s
+        .failed
+        .iter()
+        .filter(|(e, _)| e.starts_with("delivery timed out"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(expired > 0, "batches expired: {s:?}");
+    assert!(s.expired_while_in_flight > 0, "{s:?}");
+    assert!(s.epoch_bumps > 0, "the producer bumped its epoch: {s:?}");
+}
