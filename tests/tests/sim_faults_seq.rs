@@ -3,7 +3,11 @@
 //! partition's first batch expires (`delivery.timeout.ms`) while later batches are in
 //! flight to a slow broker — no duplicate, no reordering, the expired and the
 //! unresolved records reported failed or possibly delivered honestly, the epoch bumped
-//! and the producer writing on. Replay one seed with `SIM_SEED=<n>`; run more with
+//! and the producer writing on. F7: DeleteRecords removes a partition's records and
+//! with them the producer's state there; the broker answers its next batch
+//! UNKNOWN_PRODUCER_ID (as before KIP-360) — the
+//! epoch is bumped once nothing is in flight, nothing acknowledged is lost, nothing is
+//! written twice that the log still shows. Replay one seed with `SIM_SEED=<n>`; run more with
 //! `SIM_SEEDS=<count>`.
 
 use std::collections::BTreeMap;
@@ -14,7 +18,7 @@ use kafka_tests::sim::draining::drain;
 use kafka_tests::sim::history::{History, Isolation, Verdict};
 use kafka_tests::sim::producing::ProduceRun;
 use kafka_tests::sim::seeds::for_each_seed;
-use kafka_tests::sim::world::{NetFaults, World};
+use kafka_tests::sim::world::{ClusterEvent, NetFaults, World};
 
 const TOPIC: &str = "t";
 const PARTITIONS: i32 = 3;
@@ -38,6 +42,8 @@ struct Sweep {
     duplicates_refused: u64,
     out_of_order: u64,
     unknown_producer: u64,
+    producers_forgotten: u64,
+    records_deleted: u64,
 }
 
 /// The producer and what the scenario watches of it.
@@ -153,6 +159,9 @@ fn run(
         Isolation::ReadUncommitted,
         Duration::from_secs(60),
     );
+    for (topic, partition, start) in world.take_deletions() {
+        history.records_deleted(&topic, partition, start);
+    }
     let verdict = history.check();
     let now = world.now();
     let metrics = world.clients[w.p.client]
@@ -182,6 +191,8 @@ fn run(
     // OUT_OF_ORDER_SEQUENCE_NUMBER (45), UNKNOWN_PRODUCER_ID (59).
     sweep.out_of_order += code(45);
     sweep.unknown_producer += code(59);
+    sweep.producers_forgotten += world.cluster.counters.producers_forgotten;
+    sweep.records_deleted += world.cluster.counters.records_deleted;
     (verdict, world)
 }
 
@@ -238,4 +249,70 @@ fn f8_the_first_batch_expires_while_later_ones_are_in_flight() {
     assert!(expired > 0, "batches expired: {s:?}");
     assert!(s.expired_while_in_flight > 0, "{s:?}");
     assert!(s.epoch_bumps > 0, "the producer bumped its epoch: {s:?}");
+}
+
+/// F7: DeleteRecords empties a partition six times while the producer writes, taking
+/// the producer's state there with the records, and the broker (as before KIP-360)
+/// answers the producer's next batch there UNKNOWN_PRODUCER_ID; 3% of Produce answers
+/// are lost after the append and 1% of requests dropped, so batches in flight may or
+/// may not be written when the state goes. The producer bumps its epoch (KIP-360) once
+/// nothing is in flight and starts its sequences over; a batch that may have been
+/// written is reported possibly delivered rather than resent, the rest are delivered;
+/// no acknowledged record the log still holds is lost or doubled, and the second wave
+/// is acknowledged in full. (A retry of a batch whose first copy was deleted is
+/// accepted as new by any broker; the deleted copy cannot be seen twice.)
+#[test]
+fn f7_delete_records_drops_the_producer_state_and_the_epoch_is_bumped() {
+    let name = "f7_delete_records_drops_the_producer_state_and_the_epoch_is_bumped";
+    let settings: Vec<(&str, &str)> = SHORT_DELIVERY
+        .iter()
+        .map(|&(k, v)| match k {
+            "delivery.timeout.ms" => (k, "120000"),
+            "retry.backoff.ms" => (k, "5"),
+            "retry.backoff.max.ms" => (k, "50"),
+            _ => (k, v),
+        })
+        .collect();
+    let mut s = Sweep::default();
+    for_each_seed(name, SEEDS, |seed| {
+        run(
+            seed,
+            &settings,
+            60,
+            &|w: &mut World| {
+                w.cluster.strict_unknown_producers = true;
+                w.faults = NetFaults {
+                    lose_answer: 30,
+                    reset_before: 10,
+                    apis: Some(vec![ApiKey::Produce]),
+                    ..Default::default()
+                };
+                for _ in 0..6 {
+                    let at = Duration::from_millis(5 + w.rng().below(150));
+                    let partition = w.rng().below(PARTITIONS as u64) as i32;
+                    w.schedule(
+                        at,
+                        ClusterEvent::DeleteRecords {
+                            topic: TOPIC.into(),
+                            partition,
+                        },
+                    );
+                }
+            },
+            &mut s,
+        );
+    });
+    eprintln!("{name}: {s:?}");
+    assert!(s.producers_forgotten > s.runs, "{s:?}");
+    assert!(
+        s.unknown_producer > s.runs,
+        "UNKNOWN_PRODUCER_ID answered: {s:?}"
+    );
+    assert!(s.epoch_bumps >= s.unknown_producer / 10, "{s:?}");
+    for e in s.failed.keys() {
+        assert!(
+            e.contains("possibly delivered") || e.contains("unresolved"),
+            "only records that may have been written fail: {s:?}"
+        );
+    }
 }

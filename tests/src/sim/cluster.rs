@@ -123,6 +123,10 @@ pub struct Counters {
     pub topics_hidden: u64,
     /// Topics deleted.
     pub topics_deleted: u64,
+    /// Producer states dropped with deleted records (`forget.rs`).
+    pub producers_forgotten: u64,
+    /// Records deleted (DeleteRecords).
+    pub records_deleted: u64,
 }
 
 /// The cluster.
@@ -144,6 +148,10 @@ pub struct SimCluster {
     pub groups: GroupCoordinator,
     /// Topics missing from the cluster for a while, with their logs (`topics.rs`).
     pub hidden: BTreeMap<String, Topic>,
+    /// Answer UNKNOWN_PRODUCER_ID to a producer with no state on a partition whose
+    /// batch does not start at sequence 0, as brokers before KIP-360 (Kafka 0.11–2.4)
+    /// did; Kafka 4.x accepts any first sequence (`forget.rs`).
+    pub strict_unknown_producers: bool,
 }
 
 impl SimCluster {
@@ -165,6 +173,7 @@ impl SimCluster {
             txn: TxnCoordinator::default(),
             groups: GroupCoordinator::default(),
             hidden: BTreeMap::new(),
+            strict_unknown_producers: false,
         }
     }
 

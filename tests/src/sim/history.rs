@@ -24,6 +24,9 @@ pub struct History {
     sessions: Vec<Session>,
     /// Value → the first send that had it.
     by_value: BTreeMap<Vec<u8>, SendId>,
+    /// Per partition, the offset below which records were deleted (DeleteRecords): no
+    /// complete session can read them.
+    deleted: BTreeMap<(String, i32), i64>,
 }
 
 /// One send, as numbered by [`History::send`] (call order).
@@ -314,6 +317,16 @@ impl History {
         }
     }
 
+    /// Records of `topic`/`partition` below offset `before` were deleted
+    /// (DeleteRecords): acknowledged ones there are not expected in complete sessions.
+    pub fn records_deleted(&mut self, topic: &str, partition: i32, before: i64) {
+        let e = self
+            .deleted
+            .entry((topic.to_string(), partition))
+            .or_insert(before);
+        *e = (*e).max(before);
+    }
+
     /// How transaction `txn` ended; a later call replaces an earlier one.
     pub fn txn_outcome(&mut self, txn: u64, outcome: TxnOutcome) {
         self.txns.insert(txn, outcome);
@@ -405,6 +418,14 @@ impl History {
     /// The outcome judged: the first one given.
     fn outcome_of(&self, id: SendId) -> Option<Outcome> {
         self.rec_of(id).outcomes.first().copied()
+    }
+
+    /// Whether send `id` was acknowledged at an offset since deleted.
+    fn deleted_at(&self, id: SendId, offset: i64) -> bool {
+        let r = self.rec_of(id);
+        self.deleted
+            .get(&(r.topic.clone(), r.partition))
+            .is_some_and(|&before| offset < before)
     }
 
     fn acked_at(&self, id: SendId) -> Option<i64> {

@@ -9,6 +9,7 @@
 
 pub mod cluster;
 pub mod draining;
+pub mod forget;
 pub mod group_state;
 pub mod grouping;
 pub mod handlers;

@@ -71,6 +71,14 @@ pub enum ClusterEvent {
     ShowTopic(String),
     /// A topic is deleted for good.
     DeleteTopic(String),
+    /// DeleteRecords up to a partition's end, its producers' state going with them
+    /// (`forget.rs`); the history must be told (`World::take_deletions`).
+    DeleteRecords {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+    },
     /// An unclean leader election: the new leader lacks the log's last batches (see
     /// [`SimCluster::unclean_election`](super::cluster::SimCluster::unclean_election)).
     UncleanElection {
@@ -173,6 +181,9 @@ pub struct World {
     pub log: Option<Vec<(u64, u64, u64, u64)>>,
     /// Clients stopped by [`World::kill_client`]: never driven again.
     killed: std::collections::BTreeSet<usize>,
+    /// Records deleted by scheduled DeleteRecords, `(topic, partition, new log start)`,
+    /// until taken.
+    deletions: Vec<(String, i32, i64)>,
 }
 
 impl World {
@@ -202,6 +213,7 @@ impl World {
             spins: 0,
             log: None,
             killed: std::collections::BTreeSet::new(),
+            deletions: Vec::new(),
         }
     }
 
@@ -252,6 +264,11 @@ impl World {
         self.killed.insert(ci);
         self.mix(10, ci as u64, 0);
         self.conns.retain(|k, _| k.0 != ci);
+    }
+
+    /// The DeleteRecords done since the last call: `(topic, partition, new log start)`.
+    pub fn take_deletions(&mut self) -> Vec<(String, i32, i64)> {
+        std::mem::take(&mut self.deletions)
     }
 
     /// Whether client `ci` was killed.
@@ -529,6 +546,11 @@ impl World {
                 }
                 ClusterEvent::DeleteTopic(name) => {
                     self.cluster.delete_topic(&name);
+                }
+                ClusterEvent::DeleteRecords { topic, partition } => {
+                    if let Some(start) = self.cluster.delete_records(&topic, partition) {
+                        self.deletions.push((topic, partition, start));
+                    }
                 }
                 ClusterEvent::EvictSession(node) => {
                     if let Some(b) = self.cluster.brokers.iter_mut().find(|b| b.id == node) {

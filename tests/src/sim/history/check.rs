@@ -275,6 +275,7 @@ impl History {
                 if s.topic
                     .as_ref()
                     .is_some_and(|t| *t != self.rec_of(id).topic)
+                    || self.deleted_at(id, o)
                 {
                     continue;
                 }
