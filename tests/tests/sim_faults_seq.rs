@@ -7,7 +7,10 @@
 //! with them the producer's state there; the broker answers its next batch
 //! UNKNOWN_PRODUCER_ID (as before KIP-360) — the
 //! epoch is bumped once nothing is in flight, nothing acknowledged is lost, nothing is
-//! written twice that the log still shows. Replay one seed with `SIM_SEED=<n>`; run more with
+//! written twice that the log still shows. F6: a new leader lacks the last batches
+//! of the producer (unclean election) and answers its next batch
+//! OUT_OF_ORDER_SEQUENCE_NUMBER — never a silent gap: the refused records are reported
+//! failed or possibly delivered, the epoch is bumped and writing goes on. Replay one seed with `SIM_SEED=<n>`; run more with
 //! `SIM_SEEDS=<count>`.
 
 use std::collections::BTreeMap;
@@ -44,6 +47,8 @@ struct Sweep {
     unknown_producer: u64,
     producers_forgotten: u64,
     records_deleted: u64,
+    batches_lost: u64,
+    records_lost_by_broker: usize,
 }
 
 /// The producer and what the scenario watches of it.
@@ -85,9 +90,9 @@ impl Watched {
         }
     }
 
-    /// Sends `n` records (`<prefix>-r<i>`, round-robin over explicit partitions) 0–3 ms
-    /// apart.
-    fn send(&mut self, w: &mut World, h: &mut History, n: usize, prefix: &str) {
+    /// Sends `n` records (`<prefix>-r<i>`, round-robin over explicit partitions) 0 to
+    /// `pause_max` ms apart.
+    fn send(&mut self, w: &mut World, h: &mut History, n: usize, prefix: &str, pause_max: u64) {
         for i in 0..n {
             let value = format!("{prefix}-r{i:04}");
             let partition = Some(i as i32 % PARTITIONS);
@@ -98,7 +103,7 @@ impl Watched {
                 w.run_for(Duration::from_millis(1));
                 self.take(w, h);
             }
-            let pause = w.rng().below(4);
+            let pause = w.rng().below(pause_max + 1);
             w.run_for(Duration::from_millis(pause));
             self.take(w, h);
         }
@@ -112,13 +117,15 @@ impl Watched {
     }
 }
 
-/// The story: an idempotent producer with a short `delivery.timeout.ms` writes while
-/// `setup`'s faults are on; then the world heals and the same producer writes a second
-/// wave, all of which must be acknowledged; both waves are read back and judged.
+/// The story: an idempotent producer writes while `setup`'s faults are on; then the
+/// world heals, the same producer writes one probe record per partition (which may
+/// still meet the damage) and a second wave, all of which must be acknowledged;
+/// everything is read back and judged.
 fn run(
     seed: u64,
     settings: &[(&str, &str)],
     records: usize,
+    pause_max: u64,
     setup: &dyn Fn(&mut World),
     sweep: &mut Sweep,
 ) -> (Verdict, World) {
@@ -131,16 +138,49 @@ fn run(
         p: ProduceRun::start(&mut world, "p1", settings),
         expired_while_in_flight: 0,
     };
-    w.send(&mut world, &mut history, records, &format!("s{seed}"));
+    w.send(
+        &mut world,
+        &mut history,
+        records,
+        &format!("s{seed}"),
+        pause_max,
+    );
     assert!(
         w.settle(&mut world, &mut history, Duration::from_secs(60)),
         "seed {seed}: {} records unresolved under faults",
         w.p.outstanding()
     );
     world.faults_on = false;
+    // Every scheduled fault has happened (the last at 250 ms) before the second wave.
+    if world.elapsed() < Duration::from_millis(300) {
+        let rest = Duration::from_millis(300) - world.elapsed();
+        world.run_until(rest, |w2| {
+            w.take(w2, &mut history);
+            false
+        });
+    }
+    // One record per partition first: the first batch to meet a partition's damage
+    // (F6: a leader that lost batches) may fail; that is the fault's visible trace.
+    w.send(
+        &mut world,
+        &mut history,
+        PARTITIONS as usize,
+        &format!("s{seed}-probe"),
+        0,
+    );
+    assert!(
+        w.settle(&mut world, &mut history, Duration::from_secs(60)),
+        "seed {seed}: the probes did not resolve"
+    );
     let failed_before = w.failures();
     const AFTER: usize = 12;
-    w.send(&mut world, &mut history, AFTER, &format!("s{seed}-after"));
+    w.send(
+        &mut world,
+        &mut history,
+        AFTER,
+        &format!("s{seed}-after"),
+        3,
+    );
     assert!(
         w.settle(&mut world, &mut history, Duration::from_secs(60)),
         "seed {seed}: the second wave did not resolve"
@@ -162,6 +202,9 @@ fn run(
     for (topic, partition, start) in world.take_deletions() {
         history.records_deleted(&topic, partition, start);
     }
+    let lost = world.take_lost_values();
+    sweep.records_lost_by_broker += lost.len();
+    history.records_lost_by_broker(lost);
     let verdict = history.check();
     let now = world.now();
     let metrics = world.clients[w.p.client]
@@ -193,6 +236,7 @@ fn run(
     sweep.unknown_producer += code(59);
     sweep.producers_forgotten += world.cluster.counters.producers_forgotten;
     sweep.records_deleted += world.cluster.counters.records_deleted;
+    sweep.batches_lost += world.cluster.counters.batches_lost;
     (verdict, world)
 }
 
@@ -227,6 +271,7 @@ fn f8_the_first_batch_expires_while_later_ones_are_in_flight() {
             seed,
             SHORT_DELIVERY,
             60,
+            3,
             &|w: &mut World| {
                 w.faults = NetFaults {
                     stall: 150,
@@ -279,6 +324,7 @@ fn f7_delete_records_drops_the_producer_state_and_the_epoch_is_bumped() {
             seed,
             &settings,
             60,
+            3,
             &|w: &mut World| {
                 w.cluster.strict_unknown_producers = true;
                 w.faults = NetFaults {
@@ -315,4 +361,69 @@ fn f7_delete_records_drops_the_producer_state_and_the_epoch_is_bumped() {
             "only records that may have been written fail: {s:?}"
         );
     }
+}
+
+/// F6: twice per run, 40–250 ms in, a partition's new leader lacks its last 1–3
+/// batches (acknowledged records destroyed by the broker, an unclean election) and has
+/// the producer's state as of its own log, so the producer's next batch there is
+/// answered OUT_OF_ORDER_SEQUENCE_NUMBER; 2% of Produce answers are lost after the
+/// append besides. Never a silent gap: the refused records are
+/// reported failed (or possibly delivered when an earlier attempt may have been
+/// written), the epoch is bumped (KIP-360) and the second wave is acknowledged; every
+/// acknowledged record the broker did not destroy is read back, in order, once.
+#[test]
+fn f6_a_leader_that_lost_the_last_batches_answers_out_of_order_sequence() {
+    let name = "f6_a_leader_that_lost_the_last_batches_answers_out_of_order_sequence";
+    let settings: Vec<(&str, &str)> = SHORT_DELIVERY
+        .iter()
+        .map(|&(k, v)| match k {
+            "delivery.timeout.ms" => (k, "120000"),
+            "retry.backoff.ms" => (k, "5"),
+            "retry.backoff.max.ms" => (k, "50"),
+            _ => (k, v),
+        })
+        .collect();
+    let mut s = Sweep::default();
+    for_each_seed(name, SEEDS, |seed| {
+        run(
+            seed,
+            &settings,
+            60,
+            10,
+            &|w: &mut World| {
+                w.faults = NetFaults {
+                    lose_answer: 20,
+                    apis: Some(vec![ApiKey::Produce]),
+                    ..Default::default()
+                };
+                for _ in 0..2 {
+                    let at = Duration::from_millis(40 + w.rng().below(210));
+                    let partition = w.rng().below(PARTITIONS as u64) as i32;
+                    let to = 1 + w.rng().below(3) as i32;
+                    let drop_batches = 1 + w.rng().below(3) as usize;
+                    w.schedule(
+                        at,
+                        ClusterEvent::LeaderLosesBatches {
+                            topic: TOPIC.into(),
+                            partition,
+                            to,
+                            drop_batches,
+                        },
+                    );
+                }
+            },
+            &mut s,
+        );
+    });
+    eprintln!("{name}: {s:?}");
+    assert!(s.batches_lost > s.runs / 2, "{s:?}");
+    assert!(
+        s.out_of_order > s.runs / 4,
+        "OUT_OF_ORDER_SEQUENCE_NUMBER answered: {s:?}"
+    );
+    assert!(s.epoch_bumps > s.runs / 4, "{s:?}");
+    assert!(
+        s.failed.values().sum::<usize>() > 0,
+        "records refused were reported: {s:?}"
+    );
 }

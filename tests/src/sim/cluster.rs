@@ -127,6 +127,8 @@ pub struct Counters {
     pub producers_forgotten: u64,
     /// Records deleted (DeleteRecords).
     pub records_deleted: u64,
+    /// Batches lost by leaders that lacked them (`lost_batches.rs`).
+    pub batches_lost: u64,
 }
 
 /// The cluster.

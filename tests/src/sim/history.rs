@@ -14,7 +14,7 @@
 //! - the missing records of a [`Anomaly::TornTxn`] are not also reported as
 //!   [`Anomaly::LostAck`] for that session.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The record of a simulation run: sends, their outcomes, transaction outcomes, reads.
 #[derive(Debug, Default)]
@@ -27,6 +27,9 @@ pub struct History {
     /// Per partition, the offset below which records were deleted (DeleteRecords): no
     /// complete session can read them.
     deleted: BTreeMap<(String, i32), i64>,
+    /// Values of acknowledged records a broker destroyed (a leader that lost its last
+    /// batches): judged neither lost nor out of order.
+    lost_by_broker: BTreeSet<Vec<u8>>,
 }
 
 /// One send, as numbered by [`History::send`] (call order).
@@ -325,6 +328,18 @@ impl History {
             .entry((topic.to_string(), partition))
             .or_insert(before);
         *e = (*e).max(before);
+    }
+
+    /// The records with these values were cut off the log by the broker (a new leader
+    /// lacking the last batches): they are not expected in complete sessions, and the
+    /// records written after them into the same offsets are not out of order.
+    pub fn records_lost_by_broker(&mut self, values: impl IntoIterator<Item = Vec<u8>>) {
+        self.lost_by_broker.extend(values);
+    }
+
+    /// Whether send `id`'s record was destroyed by the broker.
+    fn broker_lost(&self, id: SendId) -> bool {
+        self.lost_by_broker.contains(&self.rec_of(id).value)
     }
 
     /// How transaction `txn` ended; a later call replaces an earlier one.

@@ -71,6 +71,19 @@ pub enum ClusterEvent {
     ShowTopic(String),
     /// A topic is deleted for good.
     DeleteTopic(String),
+    /// An unclean election whose new leader lacks the last batches, with the producers'
+    /// state rebuilt from what it kept (`lost_batches.rs`); the history must be told
+    /// (`World::take_lost_values`).
+    LeaderLosesBatches {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The new leader.
+        to: i32,
+        /// How many of the log's last batches it lacks.
+        drop_batches: usize,
+    },
     /// DeleteRecords up to a partition's end, its producers' state going with them
     /// (`forget.rs`); the history must be told (`World::take_deletions`).
     DeleteRecords {
@@ -184,6 +197,8 @@ pub struct World {
     /// Records deleted by scheduled DeleteRecords, `(topic, partition, new log start)`,
     /// until taken.
     deletions: Vec<(String, i32, i64)>,
+    /// Values of records cut off by `LeaderLosesBatches`, until taken.
+    lost_values: Vec<Vec<u8>>,
 }
 
 impl World {
@@ -214,6 +229,7 @@ impl World {
             log: None,
             killed: std::collections::BTreeSet::new(),
             deletions: Vec::new(),
+            lost_values: Vec::new(),
         }
     }
 
@@ -269,6 +285,11 @@ impl World {
     /// The DeleteRecords done since the last call: `(topic, partition, new log start)`.
     pub fn take_deletions(&mut self) -> Vec<(String, i32, i64)> {
         std::mem::take(&mut self.deletions)
+    }
+
+    /// The values of records cut off by `LeaderLosesBatches` since the last call.
+    pub fn take_lost_values(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.lost_values)
     }
 
     /// Whether client `ci` was killed.
@@ -546,6 +567,17 @@ impl World {
                 }
                 ClusterEvent::DeleteTopic(name) => {
                     self.cluster.delete_topic(&name);
+                }
+                ClusterEvent::LeaderLosesBatches {
+                    topic,
+                    partition,
+                    to,
+                    drop_batches,
+                } => {
+                    let values =
+                        self.cluster
+                            .lose_last_batches(&topic, partition, to, drop_batches);
+                    self.lost_values.extend(values);
                 }
                 ClusterEvent::DeleteRecords { topic, partition } => {
                     if let Some(start) = self.cluster.delete_records(&topic, partition) {
