@@ -14,6 +14,7 @@ pub mod group_state;
 pub mod grouping;
 pub mod handlers;
 pub mod history;
+pub mod links;
 pub mod lost_batches;
 pub mod pipeline;
 pub mod producing;

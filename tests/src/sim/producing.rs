@@ -46,6 +46,8 @@ pub struct ProduceRun {
     sent_at: HashMap<(u64, u32), std::time::Instant>,
     /// The longest a record waited from `send` to its report being taken.
     pub longest_wait: std::time::Duration,
+    /// Every record reported: `(partition, sent at, waited, acknowledged)`.
+    pub waits: Vec<(i32, std::time::Instant, std::time::Duration, bool)>,
 }
 
 impl ProduceRun {
@@ -70,6 +72,7 @@ impl ProduceRun {
             errors: BTreeMap::new(),
             sent_at: HashMap::new(),
             longest_wait: std::time::Duration::ZERO,
+            waits: Vec::new(),
         }
     }
 
@@ -140,6 +143,8 @@ impl ProduceRun {
                 };
                 if let Some(at) = self.sent_at.remove(&(r.batch.0, index)) {
                     self.longest_wait = self.longest_wait.max(now - at);
+                    self.waits
+                        .push((r.partition, at, now - at, r.outcome.is_ok()));
                 }
                 let outcome = match &r.outcome {
                     Ok(d) => {

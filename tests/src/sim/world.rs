@@ -13,6 +13,7 @@ use kafka_core::config::ClientConfig;
 use kafka_core::protocol::ApiKey;
 
 use super::cluster::SimCluster;
+use super::links::{LinkCounters, LinkFaults};
 use super::rng::Rng;
 use super::throttle::{set_throttle, Throttling};
 use super::wire::take_frames;
@@ -180,6 +181,10 @@ pub struct World {
     pub net: NetCounters,
     /// Throttled answers (KIP-219), while [`faults_on`](Self::faults_on).
     pub throttling: Throttling,
+    /// Degraded links by broker node id, while [`faults_on`](Self::faults_on).
+    pub links: BTreeMap<i32, LinkFaults>,
+    /// What the degraded links did.
+    pub link_counters: LinkCounters,
     rng: Rng,
     now: Instant,
     origin: Instant,
@@ -217,6 +222,8 @@ impl World {
             latency_ms: (0, 3),
             net: NetCounters::default(),
             throttling: Throttling::default(),
+            links: BTreeMap::new(),
+            link_counters: LinkCounters::default(),
             rng: Rng::new(seed),
             now: origin,
             origin,
@@ -369,6 +376,34 @@ impl World {
         self.rng.millis(lo, hi)
     }
 
+    /// The degraded link to `node`, if any (while faults are on).
+    fn link(&self, node: i32) -> Option<LinkFaults> {
+        if !self.faults_on {
+            return None;
+        }
+        self.links.get(&node).cloned()
+    }
+
+    /// A one-way latency to `node` for a message of `len` bytes (the bandwidth cap's
+    /// transfer time included).
+    fn latency_to(&mut self, node: i32, len: usize) -> Duration {
+        match self.link(node) {
+            Some(l) => {
+                self.link_counters.slowed += 1;
+                let base = match l.latency_ms {
+                    Some((lo, hi)) => self.rng.millis(lo, hi),
+                    None => self.latency(),
+                };
+                base + l.transfer(len)
+            }
+            None => self.latency(),
+        }
+    }
+
+    fn half_open(&self, node: i32) -> bool {
+        self.link(node).is_some_and(|l| l.half_open)
+    }
+
     /// One step: let the clients act, then move the clock to the next thing due (not
     /// past `end`) and make it happen. False once nothing is due before `end`.
     pub fn step(&mut self, end: Instant) -> bool {
@@ -454,12 +489,25 @@ impl World {
             }
             while let Some(cmd) = self.clients[ci].poll_io() {
                 match cmd {
-                    IoCommand::Connect { conn, host, .. } => {
+                    IoCommand::Connect {
+                        conn,
+                        host,
+                        setup_timeout,
+                        ..
+                    } => {
                         let node = self.cluster.node_of(&host);
                         let up = node
                             .and_then(|n| self.cluster.broker(n))
                             .is_some_and(|b| b.up);
-                        let at = self.now + self.latency() * 2;
+                        let mut at = self.now + self.latency_to(node.unwrap_or(-1), 0) * 2;
+                        let mut up = up;
+                        if self.half_open(node.unwrap_or(-1)) {
+                            // No answer to the SYN: the connect hangs until the setup
+                            // timeout the adapter is given, then fails.
+                            self.link_counters.connects_hung += 1;
+                            at = self.now + setup_timeout;
+                            up = false;
+                        }
                         self.mix(2, conn.0, u64::from(up));
                         self.conns.insert(
                             (ci, conn.0),
@@ -508,7 +556,8 @@ impl World {
             return;
         }
         self.mix(4, id, out.len() as u64);
-        let lat = self.latency();
+        let node = self.conns.get(&(ci, id)).map_or(-1, |c| c.node);
+        let lat = self.latency_to(node, out.len());
         let now = self.now;
         let conn = self.conns.get_mut(&(ci, id)).expect("open conn");
         if conn.throttled_until.is_some_and(|t| t > now) {
@@ -595,7 +644,8 @@ impl World {
 
     /// The broker side drops connection `k`: the client hears a reset after a latency.
     fn reset_from_broker(&mut self, k: (usize, u64)) {
-        let lat = self.latency();
+        let node = self.conns.get(&k).map_or(-1, |c| c.node);
+        let lat = self.latency_to(node, 0);
         let now = self.now;
         if let Some(c) = self.conns.get_mut(&k) {
             c.dead = true;
@@ -662,8 +712,14 @@ impl World {
                 return;
             }
             let (_, bytes) = c.to_broker.pop_front().expect("checked");
-            c.broker_buf.extend_from_slice(&bytes);
             let node = c.node;
+            if self.half_open(node) {
+                // The broker's host is unreachable: the bytes vanish, nothing is reset.
+                self.link_counters.requests_vanished += 1;
+                continue;
+            }
+            let c = self.conns.get_mut(&k).expect("still open");
+            c.broker_buf.extend_from_slice(&bytes);
             let frames = match take_frames(&mut c.broker_buf) {
                 Ok(f) => f,
                 Err(bad) => panic!("seed {}: the client wrote a bad frame: {bad:?}", self.seed),
@@ -712,7 +768,7 @@ impl World {
                     *self.net.stalled_apis.entry(frame.api.name()).or_default() += 1;
                     hold += Duration::from_millis(self.faults.stall_ms);
                 }
-                let lat = self.latency();
+                let lat = self.latency_to(node, answer.bytes.len());
                 let now = self.now;
                 let c = self.conns.get_mut(&k).expect("still open");
                 let at = c
@@ -740,6 +796,12 @@ impl World {
                 return;
             }
             let (_, what) = c.to_client.pop_front().expect("checked");
+            let node = c.node;
+            if self.half_open(node) {
+                // Lost on the way; a reset from the broker side is lost as well.
+                self.link_counters.answers_vanished += 1;
+                continue;
+            }
             match what {
                 ToClient::Reset => {
                     self.conns.remove(&k);
