@@ -1,6 +1,6 @@
-//! Producer and consumer faults on the simulated cluster (`kafka_tests::sim`), F17 and
-//! on of `PERF-AND-FAULTS.md` B3, each scenario over many seeds and judged by the
-//! history checker. F17: brokers throttle answers of every API (KIP-219: the client
+//! F17 of `PERF-AND-FAULTS.md` B3 on the simulated cluster (`kafka_tests::sim`), each
+//! scenario over many seeds and judged by the history checker (F18 is in
+//! `sim_faults_topic.rs`, F6–F8 in `sim_faults_seq.rs`, F20 in `sim_faults_links.rs`). F17: brokers throttle answers of every API (KIP-219: the client
 //! must write nothing on a throttled connection until the throttle ends) and answers
 //! of every API stall past the request timeout (bounded retries with backoff, the
 //! producer's `delivery.timeout.ms` honoured, no request storm on any connection).
@@ -364,4 +364,49 @@ fn f17_answers_of_every_api_time_out_and_are_retried_with_backoff() {
             "{api} answers stalled: {s:?}"
         );
     }
+}
+
+/// Determinism: one seed of the F17 story with throttles, stalls, lost answers and a
+/// slow narrow link to one broker gives the identical event trace twice; another seed
+/// differs.
+#[test]
+fn a_fault_seed_replays_exactly_and_seeds_differ() {
+    let story = Every {
+        records: 40,
+        txns: 1,
+        producer: SCENARIO_SETTINGS.to_vec(),
+    };
+    let run = |seed| {
+        let r = every_api(seed, &story, &|w: &mut World| {
+            w.throttling = Throttling {
+                chance: 200,
+                ms: (20, 200),
+                apis: None,
+            };
+            w.faults = NetFaults {
+                stall: 30,
+                stall_ms: 800,
+                lose_answer: 10,
+                ..Default::default()
+            };
+            w.links.insert(
+                2,
+                kafka_tests::sim::links::LinkFaults {
+                    latency_ms: Some((10, 80)),
+                    bytes_per_ms: Some(20),
+                    half_open: false,
+                },
+            );
+        });
+        (r.world.trace(), r.world.elapsed(), r.world.net.clone())
+    };
+    let a = run(42);
+    let b = run(42);
+    assert_eq!(a, b, "same seed, same trace");
+    let c = run(43);
+    assert_ne!(a.0, c.0, "another seed, another trace");
+    assert!(
+        a.2.throttled > 0 && a.0 .1 > 300,
+        "the trace covers faults: {a:?}"
+    );
 }
