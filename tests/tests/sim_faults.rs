@@ -289,7 +289,7 @@ fn sweep_every(name: &str, story: &Every, setup: impl Fn(&mut World)) -> Sweep {
 #[test]
 fn f17_throttled_answers_on_every_api_hold_the_client_back() {
     let story = Every {
-        records: 60,
+        records: 40,
         txns: 2,
         producer: SCENARIO_SETTINGS.to_vec(),
     };
@@ -333,7 +333,7 @@ fn f17_answers_of_every_api_time_out_and_are_retried_with_backoff() {
     let timeout: &'static str = Box::leak(timeout.into_boxed_str());
     producer.push(("delivery.timeout.ms", timeout));
     let story = Every {
-        records: 60,
+        records: 40,
         txns: 2,
         producer,
     };

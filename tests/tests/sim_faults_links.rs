@@ -19,7 +19,7 @@ use kafka_tests::sim::world::World;
 const TOPIC: &str = "t";
 const PARTITIONS: i32 = 6;
 const SEEDS: u64 = 1000;
-const RECORDS: usize = 90;
+const RECORDS: usize = 60;
 /// How long a record to a healthy broker's partition may wait for its acknowledgement
 /// while another broker's link is degraded (normal round trips are 0–6 ms, linger 2).
 const HEALTHY_BOUND: Duration = Duration::from_millis(60);
@@ -99,7 +99,7 @@ fn degraded_link(seed: u64, link: &LinkFaults, sweep: &mut Sweep) {
             p.take_reports(&mut world, &mut history);
             tick(&mut world, &mut history, &mut c);
         }
-        let pause = world.rng().below(11);
+        let pause = world.rng().below(15);
         world.run_for(Duration::from_millis(pause));
         p.take_reports(&mut world, &mut history);
         tick(&mut world, &mut history, &mut c);

@@ -21,7 +21,7 @@ use kafka_tests::sim::world::{ClusterEvent, World};
 const TOPIC: &str = "t";
 const PARTITIONS: i32 = 6;
 const SEEDS: u64 = 1000;
-const RECORDS: usize = 60;
+const RECORDS: usize = 40;
 /// The producer's delivery timeout: a topic missing longer fails the records waiting.
 const DELIVERY_TIMEOUT_MS: u64 = 1_000;
 
@@ -29,7 +29,7 @@ const CONSUMER: &[(&str, &str)] = &[
     ("request.timeout.ms", "300"),
     ("fetch.max.wait.ms", "20"),
     ("max.partition.fetch.bytes", "400"),
-    ("retry.backoff.ms", "5"),
+    ("retry.backoff.ms", "20"),
     ("reconnect.backoff.ms", "5"),
     ("reconnect.backoff.max.ms", "50"),
     ("metadata.max.age.ms", "500"),
@@ -128,12 +128,12 @@ fn unknown_topic_answers(w: &World) -> u64 {
         .sum()
 }
 
-/// F18: the topic is missing for 0.1–1.6 s, starting 50–450 ms into the run.
+/// F18: the topic is missing for 0.1–1.1 s, starting 50–450 ms into the run.
 fn missing_for_a_while(seed: u64, sweep: &mut Sweep) {
     let mut world = World::new(seed, 3);
     world.cluster.create_topic(TOPIC, PARTITIONS);
     let gone = Duration::from_millis(50 + world.rng().below(400));
-    let back = gone + Duration::from_millis(100 + world.rng().below(1_500));
+    let back = gone + Duration::from_millis(100 + world.rng().below(1_000));
     world.schedule(gone, ClusterEvent::HideTopic(TOPIC.into()));
     world.schedule(back, ClusterEvent::ShowTopic(TOPIC.into()));
     let mut history = History::new();
@@ -274,7 +274,7 @@ fn deleted_for_good(seed: u64, sweep: &mut Sweep) {
     judge_rate(&world, sweep);
 }
 
-/// F18: a topic missing from the cluster for a while (0.1–1.6 s) while it is written
+/// F18: a topic missing from the cluster for a while (0.1–1.1 s) while it is written
 /// and read comes back: nothing acknowledged is lost, nothing doubled, records that
 /// waited past the 1 s delivery timeout fail with `TimedOut`, the rest are delivered
 /// when it is back, and the consumer reads on from where it was.
