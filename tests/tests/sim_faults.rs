@@ -24,10 +24,11 @@ const GROUP: &str = "g";
 const PARTITIONS: i32 = 6;
 const SEEDS: u64 = 1000;
 
-/// Consumer settings: short timeouts so faults resolve within a scenario.
+/// Consumer settings: short timeouts so faults resolve within a scenario; idle long
+/// polls of 100 ms.
 const CONSUMER: &[(&str, &str)] = &[
     ("request.timeout.ms", "300"),
-    ("fetch.max.wait.ms", "20"),
+    ("fetch.max.wait.ms", "100"),
     ("max.partition.fetch.bytes", "400"),
     ("retry.backoff.ms", "5"),
     ("reconnect.backoff.ms", "5"),
