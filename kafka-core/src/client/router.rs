@@ -411,6 +411,8 @@ impl Client {
             ..
         }) = self.slots.get_mut(&conn)
         {
+            // The responses' throttles are applied: what waited for a slot may go.
+            c.resume(now);
             match c.state() {
                 ConnState::Failed(e) => {
                     let e = e.clone();

@@ -28,9 +28,13 @@ struct Harness {
 
 impl Harness {
     fn new() -> Self {
-        let config =
-            ClientConfig::from_pairs([("bootstrap.servers", "boot:9092"), ("client.id", "t")])
-                .unwrap();
+        Self::with(&[])
+    }
+
+    fn with(extra: &[(&str, &str)]) -> Self {
+        let mut pairs = vec![("bootstrap.servers", "boot:9092"), ("client.id", "t")];
+        pairs.extend_from_slice(extra);
+        let config = ClientConfig::from_pairs(pairs).unwrap();
         Harness {
             client: Client::new(config, [1; 32]).unwrap(),
             now: origin(),
@@ -323,6 +327,40 @@ fn throttle_time_in_a_response_delays_the_next_request_on_that_connection() {
     assert!(h.written().is_empty(), "throttled");
     h.advance(Duration::from_millis(500));
     assert_eq!(h.written().len(), 1);
+}
+
+/// KIP-219: a request waiting for a free in-flight slot was written the instant the
+/// throttled response that freed the slot arrived, before its throttle was applied
+/// (found while checking throttles on the simulator, `sim_faults` F17).
+#[test]
+fn a_throttled_response_holds_back_the_request_queued_behind_it() {
+    let mut h = Harness::with(&[("max.in.flight.requests.per.connection", "1")]);
+    let first = h.client.send(h.now, Route::Any, MetadataRequest::default());
+    let second = h.client.send(h.now, Route::Any, MetadataRequest::default());
+    let rest = h.negotiate();
+    assert_eq!(rest.len(), 1, "one request in flight");
+    let (conn, _, seen) = &rest[0];
+    h.reply(
+        *conn,
+        seen,
+        &MetadataResponse {
+            throttle_time_ms: 500,
+            ..cluster_metadata()
+        },
+    );
+    assert!(h.client.take_response(first).is_some());
+    assert!(
+        h.written().is_empty(),
+        "the queued request waits out the throttle"
+    );
+    h.advance(Duration::from_millis(499));
+    assert!(h.written().is_empty(), "still throttled");
+    h.advance(Duration::from_millis(1));
+    let rest = h.written();
+    assert_eq!(rest.len(), 1);
+    let (conn, _, seen) = &rest[0];
+    h.reply(*conn, seen, &cluster_metadata());
+    assert!(h.client.take_response(second).is_some());
 }
 
 mod operations {

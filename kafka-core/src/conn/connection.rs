@@ -7,8 +7,9 @@
 //! Any remote misbehaviour fails the connection for good: every queued and in-flight
 //! request completes with the same error.
 //!
-//! Drain order for the owner after any `handle_*` call: [`Connection::poll_transmit`],
-//! then [`Connection::poll_completion`] until `None`, then [`Connection::poll_timeout`].
+//! Drain order for the owner after any `handle_*` call: [`Connection::poll_completion`]
+//! until `None` (applying each response's throttle), [`Connection::resume`], then
+//! [`Connection::poll_transmit`] and [`Connection::poll_timeout`].
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -325,6 +326,7 @@ impl Connection {
         }
         #[cfg(not(feature = "tls"))]
         self.frames.push(data);
+        let completed = self.completions.len();
         loop {
             match self.frames.next_frame() {
                 Ok(Some(frame)) => {
@@ -340,7 +342,26 @@ impl Connection {
                 }
             }
         }
-        self.dispatch(now);
+        // A response may carry a throttle (KIP-219) that only the owner decodes: the
+        // requests waiting for a free in-flight slot go out when the owner has applied
+        // it and calls `resume`, never before.
+        let answered = self
+            .completions
+            .iter()
+            .skip(completed)
+            .any(|c| matches!(c, Completion::Response { .. }));
+        if !answered {
+            self.dispatch(now);
+        }
+    }
+
+    /// Writes what waits once the owner has handled the responses of the last
+    /// [`handle_received`](Self::handle_received) (and applied their throttle with
+    /// [`apply_throttle`](Self::apply_throttle)).
+    pub fn resume(&mut self, now: Instant) {
+        if !matches!(self.state, ConnState::Failed(_)) {
+            self.dispatch(now);
+        }
     }
 
     /// The adapter reports the socket to `addr` (`host:port`) closed or broken.

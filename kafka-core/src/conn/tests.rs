@@ -198,6 +198,11 @@ fn in_flight_limit_pipelines_and_queues() {
         now,
         &response_frame(&seen[0], &MetadataResponse::default(), 13),
     );
+    assert!(
+        written(&mut c).is_empty(),
+        "nothing goes out before the owner applied the response's throttle"
+    );
+    c.resume(now);
     assert_eq!(
         written(&mut c).len(),
         1,

@@ -121,6 +121,16 @@ pub struct Counters {
     pub unclean_elections: u64,
     /// Records cut off by unclean leader elections.
     pub truncated_records: u64,
+    /// Topics hidden (`topics.rs`).
+    pub topics_hidden: u64,
+    /// Topics deleted.
+    pub topics_deleted: u64,
+    /// Producer states dropped with deleted records (`forget.rs`).
+    pub producers_forgotten: u64,
+    /// Records deleted (DeleteRecords).
+    pub records_deleted: u64,
+    /// Batches lost by leaders that lacked them (`lost_batches.rs`).
+    pub batches_lost: u64,
 }
 
 /// The cluster.
@@ -140,6 +150,12 @@ pub struct SimCluster {
     pub txn: TxnCoordinator,
     /// The group coordinator's membership state (`group_state`, KIP-848 groups).
     pub groups: GroupCoordinator,
+    /// Topics missing from the cluster for a while, with their logs (`topics.rs`).
+    pub hidden: BTreeMap<String, Topic>,
+    /// Answer UNKNOWN_PRODUCER_ID to a producer with no state on a partition whose
+    /// batch does not start at sequence 0, as brokers before KIP-360 (Kafka 0.11–2.4)
+    /// did; Kafka 4.x accepts any first sequence (`forget.rs`).
+    pub strict_unknown_producers: bool,
 }
 
 impl SimCluster {
@@ -161,6 +177,8 @@ impl SimCluster {
             counters: Counters::default(),
             txn: TxnCoordinator::default(),
             groups: GroupCoordinator::default(),
+            hidden: BTreeMap::new(),
+            strict_unknown_producers: false,
         }
     }
 

@@ -63,7 +63,7 @@ impl ConsumeRun {
             client,
             consumer: op,
             topic: topic.to_string(),
-            session: history.begin_reads(reader, isolation, complete),
+            session: history.begin_reads_of(reader, isolation, complete, topic),
             batch: Vec::new(),
             read: 0,
         }

@@ -14,7 +14,7 @@
 //! - the missing records of a [`Anomaly::TornTxn`] are not also reported as
 //!   [`Anomaly::LostAck`] for that session.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The record of a simulation run: sends, their outcomes, transaction outcomes, reads.
 #[derive(Debug, Default)]
@@ -24,6 +24,12 @@ pub struct History {
     sessions: Vec<Session>,
     /// Value → the first send that had it.
     by_value: BTreeMap<Vec<u8>, SendId>,
+    /// Per partition, the offset below which records were deleted (DeleteRecords): no
+    /// complete session can read them.
+    deleted: BTreeMap<(String, i32), i64>,
+    /// Values of acknowledged records a broker destroyed (a leader that lost its last
+    /// batches): judged neither lost nor out of order.
+    lost_by_broker: BTreeSet<Vec<u8>>,
 }
 
 /// One send, as numbered by [`History::send`] (call order).
@@ -256,6 +262,8 @@ struct Session {
     name: String,
     isolation: Isolation,
     complete: bool,
+    /// The one topic a complete session read to its end (`None`: every topic).
+    topic: Option<String>,
     reads: Vec<ReadRec>,
 }
 
@@ -312,6 +320,28 @@ impl History {
         }
     }
 
+    /// Records of `topic`/`partition` below offset `before` were deleted
+    /// (DeleteRecords): acknowledged ones there are not expected in complete sessions.
+    pub fn records_deleted(&mut self, topic: &str, partition: i32, before: i64) {
+        let e = self
+            .deleted
+            .entry((topic.to_string(), partition))
+            .or_insert(before);
+        *e = (*e).max(before);
+    }
+
+    /// The records with these values were cut off the log by the broker (a new leader
+    /// lacking the last batches): they are not expected in complete sessions, and the
+    /// records written after them into the same offsets are not out of order.
+    pub fn records_lost_by_broker(&mut self, values: impl IntoIterator<Item = Vec<u8>>) {
+        self.lost_by_broker.extend(values);
+    }
+
+    /// Whether send `id`'s record was destroyed by the broker.
+    fn broker_lost(&self, id: SendId) -> bool {
+        self.lost_by_broker.contains(&self.rec_of(id).value)
+    }
+
     /// How transaction `txn` ended; a later call replaces an earlier one.
     pub fn txn_outcome(&mut self, txn: u64, outcome: TxnOutcome) {
         self.txns.insert(txn, outcome);
@@ -331,8 +361,23 @@ impl History {
             name: format!("{reader}#{}", id.0),
             isolation,
             complete,
+            topic: None,
             reads: Vec::new(),
         });
+        id
+    }
+
+    /// As [`begin_reads`](Self::begin_reads) for a session reading one `topic`: when
+    /// complete, every acknowledged record of that topic must appear in it.
+    pub fn begin_reads_of(
+        &mut self,
+        reader: &str,
+        isolation: Isolation,
+        complete: bool,
+        topic: &str,
+    ) -> ReadSession {
+        let id = self.begin_reads(reader, isolation, complete);
+        self.sessions[id.0].topic = Some(topic.to_string());
         id
     }
 
@@ -388,6 +433,14 @@ impl History {
     /// The outcome judged: the first one given.
     fn outcome_of(&self, id: SendId) -> Option<Outcome> {
         self.rec_of(id).outcomes.first().copied()
+    }
+
+    /// Whether send `id` was acknowledged at an offset since deleted.
+    fn deleted_at(&self, id: SendId, offset: i64) -> bool {
+        let r = self.rec_of(id);
+        self.deleted
+            .get(&(r.topic.clone(), r.partition))
+            .is_some_and(|&before| offset < before)
     }
 
     fn acked_at(&self, id: SendId) -> Option<i64> {

@@ -10,15 +10,20 @@
 
 pub mod cluster;
 pub mod draining;
+pub mod forget;
 pub mod group_state;
 pub mod grouping;
 pub mod handlers;
 pub mod history;
+pub mod links;
+pub mod lost_batches;
 pub mod pipeline;
 pub mod producing;
 pub mod rng;
 pub mod seeds;
 pub mod serve;
+pub mod throttle;
+pub mod topics;
 pub mod transacting;
 pub mod txn_state;
 pub mod wire;

@@ -42,6 +42,12 @@ pub struct ProduceRun {
     pub acked: usize,
     /// Why records failed or ended indeterminate: the error's text and how many.
     pub errors: BTreeMap<String, usize>,
+    /// When each pending record was accepted.
+    sent_at: HashMap<(u64, u32), std::time::Instant>,
+    /// The longest a record waited from `send` to its report being taken.
+    pub longest_wait: std::time::Duration,
+    /// Every record reported: `(partition, sent at, waited, acknowledged)`.
+    pub waits: Vec<(i32, std::time::Instant, std::time::Duration, bool)>,
 }
 
 impl ProduceRun {
@@ -64,6 +70,9 @@ impl ProduceRun {
             resolved: 0,
             acked: 0,
             errors: BTreeMap::new(),
+            sent_at: HashMap::new(),
+            longest_wait: std::time::Duration::ZERO,
+            waits: Vec::new(),
         }
     }
 
@@ -78,6 +87,22 @@ impl ProduceRun {
         partition: Option<i32>,
         value: &[u8],
     ) -> bool {
+        match self.offer(world, history, topic, partition, value) {
+            Ok(taken) => taken,
+            Err(e) => panic!("seed {}: send refused: {e}", world.seed),
+        }
+    }
+
+    /// Offers one record: `Ok(false)` when the producer cannot take it now, `Err` when it
+    /// refuses it for good (the record is then not in the history).
+    pub fn offer(
+        &mut self,
+        world: &mut World,
+        history: &mut History,
+        topic: &str,
+        partition: Option<i32>,
+        value: &[u8],
+    ) -> Result<bool, SendError> {
         let mut rec = ProducerRecord::new(topic, value);
         if let Some(p) = partition {
             rec = rec.partition(p);
@@ -90,11 +115,12 @@ impl ProduceRun {
             Ok(a) => {
                 let id = history.send(&self.label, topic, a.partition, value, None);
                 self.pending.insert((a.batch.0, a.index), id);
+                self.sent_at.insert((a.batch.0, a.index), now);
                 self.accepted += 1;
-                true
+                Ok(true)
             }
-            Err(SendError::WouldBlock(_)) => false,
-            Err(e) => panic!("seed {}: send refused: {e}", world.seed),
+            Err(SendError::WouldBlock(_)) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -115,6 +141,11 @@ impl ProduceRun {
                         world.seed, r.batch.0
                     );
                 };
+                if let Some(at) = self.sent_at.remove(&(r.batch.0, index)) {
+                    self.longest_wait = self.longest_wait.max(now - at);
+                    self.waits
+                        .push((r.partition, at, now - at, r.outcome.is_ok()));
+                }
                 let outcome = match &r.outcome {
                     Ok(d) => {
                         self.acked += 1;

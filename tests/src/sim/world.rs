@@ -13,7 +13,9 @@ use kafka_core::config::ClientConfig;
 use kafka_core::protocol::ApiKey;
 
 use super::cluster::SimCluster;
+use super::links::{LinkCounters, LinkFaults};
 use super::rng::Rng;
+use super::throttle::{set_throttle, Throttling};
 use super::wire::take_frames;
 
 /// Network faults, active while [`World::faults_on`] is set.
@@ -64,6 +66,33 @@ pub enum ClusterEvent {
     Restart(i32),
     /// A broker evicts a fetch session.
     EvictSession(i32),
+    /// A topic goes missing from the cluster, its log kept (`topics.rs`).
+    HideTopic(String),
+    /// A hidden topic comes back.
+    ShowTopic(String),
+    /// A topic is deleted for good.
+    DeleteTopic(String),
+    /// An unclean election whose new leader lacks the last batches, with the producers'
+    /// state rebuilt from what it kept (`lost_batches.rs`); the history must be told
+    /// (`World::take_lost_values`).
+    LeaderLosesBatches {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The new leader.
+        to: i32,
+        /// How many of the log's last batches it lacks.
+        drop_batches: usize,
+    },
+    /// DeleteRecords up to a partition's end, its producers' state going with them
+    /// (`forget.rs`); the history must be told (`World::take_deletions`).
+    DeleteRecords {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+    },
     /// An unclean leader election: the new leader lacks the log's last batches (see
     /// [`SimCluster::unclean_election`](super::cluster::SimCluster::unclean_election)).
     UncleanElection {
@@ -80,7 +109,8 @@ pub enum ClusterEvent {
 
 #[derive(Debug)]
 enum ToClient {
-    Bytes(Vec<u8>),
+    /// An answer, and the throttle (ms) it carries.
+    Bytes(Vec<u8>, u64),
     Reset,
 }
 
@@ -94,6 +124,13 @@ struct SimConn {
     to_client: VecDeque<(Instant, ToClient)>,
     /// The broker side reset it: whatever the client still writes is lost.
     dead: bool,
+    /// The broker reads nothing more before this (KIP-219: muted after a throttled
+    /// answer).
+    muted_until: Option<Instant>,
+    /// The client received a throttled answer: it must write nothing before this.
+    throttled_until: Option<Instant>,
+    /// Requests read in the current virtual second: `(second, count)`.
+    window: (u64, u64),
 }
 
 /// Counts of what the network did.
@@ -109,10 +146,21 @@ pub struct NetCounters {
     pub requests_dropped: u64,
     /// Answers stalled.
     pub stalls: u64,
+    /// Answers stalled, by API.
+    pub stalled_apis: BTreeMap<&'static str, u64>,
     /// Connections reset by a broker stopping.
     pub kill_resets: u64,
     /// Connections the clients closed.
     pub client_closes: u64,
+    /// Answers that carried a throttle (KIP-219).
+    pub throttled: u64,
+    /// Throttled answers by API.
+    pub throttled_apis: BTreeMap<&'static str, u64>,
+    /// Writes by a client to a connection it had been told was throttled.
+    pub throttle_violations: u64,
+    /// The most requests one connection carried in one virtual second, and their API
+    /// (the last one counted).
+    pub peak_rate: (u64, &'static str),
 }
 
 /// The world: clients, cluster, network, clock.
@@ -131,6 +179,12 @@ pub struct World {
     pub latency_ms: (u64, u64),
     /// Network counters.
     pub net: NetCounters,
+    /// Throttled answers (KIP-219), while [`faults_on`](Self::faults_on).
+    pub throttling: Throttling,
+    /// Degraded links by broker node id, while [`faults_on`](Self::faults_on).
+    pub links: BTreeMap<i32, LinkFaults>,
+    /// What the degraded links did.
+    pub link_counters: LinkCounters,
     rng: Rng,
     now: Instant,
     origin: Instant,
@@ -145,6 +199,11 @@ pub struct World {
     pub log: Option<Vec<(u64, u64, u64, u64)>>,
     /// Clients stopped by [`World::kill_client`]: never driven again.
     killed: std::collections::BTreeSet<usize>,
+    /// Records deleted by scheduled DeleteRecords, `(topic, partition, new log start)`,
+    /// until taken.
+    deletions: Vec<(String, i32, i64)>,
+    /// Values of records cut off by `LeaderLosesBatches`, until taken.
+    lost_values: Vec<Vec<u8>>,
 }
 
 impl World {
@@ -162,6 +221,9 @@ impl World {
             faults_on: false,
             latency_ms: (0, 3),
             net: NetCounters::default(),
+            throttling: Throttling::default(),
+            links: BTreeMap::new(),
+            link_counters: LinkCounters::default(),
             rng: Rng::new(seed),
             now: origin,
             origin,
@@ -173,6 +235,8 @@ impl World {
             spins: 0,
             log: None,
             killed: std::collections::BTreeSet::new(),
+            deletions: Vec::new(),
+            lost_values: Vec::new(),
         }
     }
 
@@ -223,6 +287,16 @@ impl World {
         self.killed.insert(ci);
         self.mix(10, ci as u64, 0);
         self.conns.retain(|k, _| k.0 != ci);
+    }
+
+    /// The DeleteRecords done since the last call: `(topic, partition, new log start)`.
+    pub fn take_deletions(&mut self) -> Vec<(String, i32, i64)> {
+        std::mem::take(&mut self.deletions)
+    }
+
+    /// The values of records cut off by `LeaderLosesBatches` since the last call.
+    pub fn take_lost_values(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.lost_values)
     }
 
     /// Whether client `ci` was killed.
@@ -302,6 +376,34 @@ impl World {
         self.rng.millis(lo, hi)
     }
 
+    /// The degraded link to `node`, if any (while faults are on).
+    fn link(&self, node: i32) -> Option<LinkFaults> {
+        if !self.faults_on {
+            return None;
+        }
+        self.links.get(&node).cloned()
+    }
+
+    /// A one-way latency to `node` for a message of `len` bytes (the bandwidth cap's
+    /// transfer time included).
+    fn latency_to(&mut self, node: i32, len: usize) -> Duration {
+        match self.link(node) {
+            Some(l) => {
+                self.link_counters.slowed += 1;
+                let base = match l.latency_ms {
+                    Some((lo, hi)) => self.rng.millis(lo, hi),
+                    None => self.latency(),
+                };
+                base + l.transfer(len)
+            }
+            None => self.latency(),
+        }
+    }
+
+    fn half_open(&self, node: i32) -> bool {
+        self.link(node).is_some_and(|l| l.half_open)
+    }
+
     /// One step: let the clients act, then move the clock to the next thing due (not
     /// past `end`) and make it happen. False once nothing is due before `end`.
     pub fn step(&mut self, end: Instant) -> bool {
@@ -364,7 +466,7 @@ impl World {
                 consider(t);
             }
             if let Some((t, _)) = conn.to_broker.front() {
-                consider(*t);
+                consider(conn.muted_until.map_or(*t, |m| m.max(*t)));
             }
             if let Some((t, _)) = conn.to_client.front() {
                 consider(*t);
@@ -387,12 +489,25 @@ impl World {
             }
             while let Some(cmd) = self.clients[ci].poll_io() {
                 match cmd {
-                    IoCommand::Connect { conn, host, .. } => {
+                    IoCommand::Connect {
+                        conn,
+                        host,
+                        setup_timeout,
+                        ..
+                    } => {
                         let node = self.cluster.node_of(&host);
                         let up = node
                             .and_then(|n| self.cluster.broker(n))
                             .is_some_and(|b| b.up);
-                        let at = self.now + self.latency() * 2;
+                        let mut at = self.now + self.latency_to(node.unwrap_or(-1), 0) * 2;
+                        let mut up = up;
+                        if self.half_open(node.unwrap_or(-1)) {
+                            // No answer to the SYN: the connect hangs until the setup
+                            // timeout the adapter is given, then fails.
+                            self.link_counters.connects_hung += 1;
+                            at = self.now + setup_timeout;
+                            up = false;
+                        }
                         self.mix(2, conn.0, u64::from(up));
                         self.conns.insert(
                             (ci, conn.0),
@@ -403,6 +518,9 @@ impl World {
                                 broker_buf: Vec::new(),
                                 to_client: VecDeque::new(),
                                 dead: false,
+                                muted_until: None,
+                                throttled_until: None,
+                                window: (0, 0),
                             },
                         );
                     }
@@ -422,27 +540,34 @@ impl World {
                 .map(|(k, _)| k.1)
                 .collect();
             for id in open {
-                let mut out = Vec::new();
-                self.clients[ci].poll_transmit(self.now, ConnId(id), &mut out);
-                if out.is_empty() {
-                    continue;
-                }
-                self.mix(4, id, out.len() as u64);
-                let lat = self.latency();
-                let conn = self.conns.get_mut(&(ci, id)).expect("open conn");
-                if conn.dead {
-                    continue; // the broker side is gone: the bytes are lost
-                }
-                let at = conn
-                    .to_broker
-                    .back()
-                    .map_or(self.now, |b| b.0)
-                    .max(self.now + lat);
-                conn.to_broker.push_back((at, out));
+                self.transmit((ci, id));
             }
             // Events are not the scenarios' business: they read the machines directly.
             while self.clients[ci].poll_event().is_some() {}
         }
+    }
+
+    /// Takes what client `k.0` wrote to connection `k.1` and sends it on its way.
+    fn transmit(&mut self, k: (usize, u64)) {
+        let (ci, id) = k;
+        let mut out = Vec::new();
+        self.clients[ci].poll_transmit(self.now, ConnId(id), &mut out);
+        if out.is_empty() {
+            return;
+        }
+        self.mix(4, id, out.len() as u64);
+        let node = self.conns.get(&(ci, id)).map_or(-1, |c| c.node);
+        let lat = self.latency_to(node, out.len());
+        let now = self.now;
+        let conn = self.conns.get_mut(&(ci, id)).expect("open conn");
+        if conn.throttled_until.is_some_and(|t| t > now) {
+            self.net.throttle_violations += 1;
+        }
+        if conn.dead {
+            return; // the broker side is gone: the bytes are lost
+        }
+        let at = conn.to_broker.back().map_or(now, |b| b.0).max(now + lat);
+        conn.to_broker.push_back((at, out));
     }
 
     fn fire_schedule(&mut self) {
@@ -483,6 +608,31 @@ impl World {
                     self.cluster
                         .unclean_election(&topic, partition, to, drop_batches);
                 }
+                ClusterEvent::HideTopic(name) => {
+                    self.cluster.hide_topic(&name);
+                }
+                ClusterEvent::ShowTopic(name) => {
+                    self.cluster.show_topic(&name);
+                }
+                ClusterEvent::DeleteTopic(name) => {
+                    self.cluster.delete_topic(&name);
+                }
+                ClusterEvent::LeaderLosesBatches {
+                    topic,
+                    partition,
+                    to,
+                    drop_batches,
+                } => {
+                    let values =
+                        self.cluster
+                            .lose_last_batches(&topic, partition, to, drop_batches);
+                    self.lost_values.extend(values);
+                }
+                ClusterEvent::DeleteRecords { topic, partition } => {
+                    if let Some(start) = self.cluster.delete_records(&topic, partition) {
+                        self.deletions.push((topic, partition, start));
+                    }
+                }
                 ClusterEvent::EvictSession(node) => {
                     if let Some(b) = self.cluster.brokers.iter_mut().find(|b| b.id == node) {
                         b.sessions.evict_any();
@@ -494,7 +644,8 @@ impl World {
 
     /// The broker side drops connection `k`: the client hears a reset after a latency.
     fn reset_from_broker(&mut self, k: (usize, u64)) {
-        let lat = self.latency();
+        let node = self.conns.get(&k).map_or(-1, |c| c.node);
+        let lat = self.latency_to(node, 0);
         let now = self.now;
         if let Some(c) = self.conns.get_mut(&k) {
             c.dead = true;
@@ -554,27 +705,58 @@ impl World {
             let Some(c) = self.conns.get_mut(&k) else {
                 return;
             };
-            if c.dead || c.to_broker.front().is_none_or(|(t, _)| *t > self.now) {
+            if c.dead
+                || c.to_broker.front().is_none_or(|(t, _)| *t > self.now)
+                || c.muted_until.is_some_and(|m| m > self.now)
+            {
                 return;
             }
             let (_, bytes) = c.to_broker.pop_front().expect("checked");
-            c.broker_buf.extend_from_slice(&bytes);
             let node = c.node;
+            if self.half_open(node) {
+                // The broker's host is unreachable: the bytes vanish, nothing is reset.
+                self.link_counters.requests_vanished += 1;
+                continue;
+            }
+            let c = self.conns.get_mut(&k).expect("still open");
+            c.broker_buf.extend_from_slice(&bytes);
             let frames = match take_frames(&mut c.broker_buf) {
                 Ok(f) => f,
                 Err(bad) => panic!("seed {}: the client wrote a bad frame: {bad:?}", self.seed),
             };
+            let second = (self.now - self.origin).as_secs();
             for frame in frames {
                 self.mix(7, k.1, frame.api as u64);
+                let c = self.conns.get_mut(&k).expect("still open");
+                c.window = match c.window {
+                    (s, n) if s == second => (s, n + 1),
+                    _ => (second, 1),
+                };
+                if c.window.1 > self.net.peak_rate.0 {
+                    self.net.peak_rate = (c.window.1, frame.api.name());
+                }
                 let faulty = self.faulty(frame.api);
                 if faulty && self.rng.chance(self.faults.reset_before) {
                     self.net.requests_dropped += 1;
                     self.reset_from_broker(k);
                     return;
                 }
-                let Some(answer) = self.cluster.handle(node, &frame) else {
+                let Some(mut answer) = self.cluster.handle(node, &frame) else {
                     continue;
                 };
+                let mut throttle = 0;
+                if self.faults_on
+                    && self.throttling.applies(frame.api)
+                    && self.rng.chance(self.throttling.chance)
+                {
+                    let (lo, hi) = self.throttling.ms;
+                    let ms = lo + self.rng.below(hi - lo + 1);
+                    if set_throttle(&mut answer.bytes, frame.api, frame.version, ms as i32) {
+                        throttle = ms;
+                        self.net.throttled += 1;
+                        *self.net.throttled_apis.entry(frame.api.name()).or_default() += 1;
+                    }
+                }
                 if faulty && self.rng.chance(self.faults.lose_answer) {
                     self.net.answers_lost += 1;
                     self.reset_from_broker(k);
@@ -583,9 +765,10 @@ impl World {
                 let mut hold = Duration::from_millis(answer.hold_ms);
                 if faulty && self.rng.chance(self.faults.stall) {
                     self.net.stalls += 1;
+                    *self.net.stalled_apis.entry(frame.api.name()).or_default() += 1;
                     hold += Duration::from_millis(self.faults.stall_ms);
                 }
-                let lat = self.latency();
+                let lat = self.latency_to(node, answer.bytes.len());
                 let now = self.now;
                 let c = self.conns.get_mut(&k).expect("still open");
                 let at = c
@@ -593,7 +776,13 @@ impl World {
                     .back()
                     .map_or(now, |b| b.0)
                     .max(now + hold + lat);
-                c.to_client.push_back((at, ToClient::Bytes(answer.bytes)));
+                c.to_client
+                    .push_back((at, ToClient::Bytes(answer.bytes, throttle)));
+                if throttle > 0 {
+                    // Kafka mutes the channel from sending the answer until the throttle ends.
+                    let until = now + hold + Duration::from_millis(throttle);
+                    c.muted_until = Some(c.muted_until.map_or(until, |m| m.max(until)));
+                }
             }
         }
     }
@@ -607,6 +796,12 @@ impl World {
                 return;
             }
             let (_, what) = c.to_client.pop_front().expect("checked");
+            let node = c.node;
+            if self.half_open(node) {
+                // Lost on the way; a reset from the broker side is lost as well.
+                self.link_counters.answers_vanished += 1;
+                continue;
+            }
             match what {
                 ToClient::Reset => {
                     self.conns.remove(&k);
@@ -618,7 +813,7 @@ impl World {
                     );
                     return;
                 }
-                ToClient::Bytes(bytes) => {
+                ToClient::Bytes(bytes, throttle) => {
                     self.mix(9, k.1, bytes.len() as u64);
                     // Delivered in up to three pieces cut at random points, as TCP may.
                     let mut rest: &[u8] = &bytes;
@@ -630,7 +825,19 @@ impl World {
                         self.clients[k.0].handle_received(self.now, ConnId(k.1), &rest[..cut]);
                         rest = &rest[cut..];
                     }
+                    if throttle > 0 {
+                        // What the client wrote before the answer's last bytes arrived was
+                        // not written under its throttle: send it on now.
+                        self.transmit(k);
+                    }
                     self.clients[k.0].handle_received(self.now, ConnId(k.1), rest);
+                    if throttle > 0 {
+                        let until = self.now + Duration::from_millis(throttle);
+                        if let Some(c) = self.conns.get_mut(&k) {
+                            c.throttled_until =
+                                Some(c.throttled_until.map_or(until, |t| t.max(until)));
+                        }
+                    }
                 }
             }
         }

@@ -14,7 +14,7 @@ use super::super::wire::{answer, Frame};
 /// The answer to `frame`.
 pub fn handle(cluster: &mut SimCluster, frame: &Frame) -> Vec<u8> {
     let req: MetadataRequest = frame.decode().expect("Metadata decodes");
-    let topics = match &req.topics {
+    let topics: Vec<MetadataResponseTopic> = match &req.topics {
         None => cluster.topics.values().map(describe).collect(),
         Some(asked) => asked
             .iter()
@@ -35,6 +35,9 @@ pub fn handle(cluster: &mut SimCluster, frame: &Frame) -> Vec<u8> {
             })
             .collect(),
     };
+    for t in &topics {
+        cluster.count_error(t.error_code);
+    }
     let body = MetadataResponse {
         brokers: cluster
             .brokers

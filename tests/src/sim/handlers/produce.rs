@@ -2,7 +2,8 @@
 //! state checks (Kafka 4.x rules): a batch equal to one of the producer's last five is
 //! answered DUPLICATE_SEQUENCE_NUMBER with its original offset, a gap is
 //! OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, and a producer
-//! with no state may start at any sequence. A partition led elsewhere answers
+//! with no state may start at any sequence (or, with `strict_unknown_producers`, only at
+//! 0: UNKNOWN_PRODUCER_ID otherwise, as before KIP-360). A partition led elsewhere answers
 //! NOT_LEADER_OR_FOLLOWER with the leader named (KIP-951).
 
 use bytes::{Bytes, BytesMut};
@@ -20,6 +21,7 @@ use super::super::wire::{answer, Frame};
 pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Option<Vec<u8>> {
     let req: ProduceRequest = frame.decode().expect("Produce decodes");
     let by_id = frame.version >= 13;
+    let strict = cluster.strict_unknown_producers;
     let mut responses = Vec::new();
     let mut leaders_named = Vec::new();
     for t in &req.topic_data {
@@ -44,7 +46,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Option<Vec<
                 Some(topic) => match (topic.partitions.get_mut(pd.index as usize), txn) {
                     (Some(_), Err(code)) => refuse(pd.index, code),
                     (Some(part), Ok(pid)) => {
-                        let r = append(part, node, pd.index, records);
+                        let r = append(part, node, pd.index, records, strict);
                         if let (Some(pid), 0) = (pid, r.error_code) {
                             let topic = name.as_deref().expect("found");
                             cluster.txn.appended(topic, pd.index, pid, r.base_offset);
@@ -151,7 +153,13 @@ fn refuse(index: i32, code: KafkaCode) -> PartitionProduceResponse {
 }
 
 /// Appends one batch on the leader of `part`, checking the producer's sequence.
-fn append(part: &mut Partition, node: i32, index: i32, records: Bytes) -> PartitionProduceResponse {
+fn append(
+    part: &mut Partition,
+    node: i32,
+    index: i32,
+    records: Bytes,
+    strict_unknown: bool,
+) -> PartitionProduceResponse {
     if part.leader != node {
         let mut r = refuse(index, KafkaCode::NOT_LEADER_OR_FOLLOWER);
         r.current_leader = LeaderIdAndEpoch {
@@ -173,6 +181,10 @@ fn append(part: &mut Partition, node: i32, index: i32, records: Bytes) -> Partit
     let last_seq = h.base_sequence.wrapping_add(h.records_count - 1);
     if h.producer_id >= 0 {
         let known = part.producers.contains_key(&h.producer_id);
+        if !known && strict_unknown && h.base_sequence != 0 {
+            // A broker before KIP-360: no state, and not the producer's first batch.
+            return refuse(index, KafkaCode::UNKNOWN_PRODUCER_ID);
+        }
         let state = part
             .producers
             .entry(h.producer_id)

@@ -154,7 +154,7 @@ impl History {
             let acked: Vec<SendId> = ids
                 .iter()
                 .copied()
-                .filter(|&id| self.acked_at(id).is_some())
+                .filter(|&id| self.acked_at(id).is_some() && !self.broker_lost(id))
                 .collect();
             for by in [OffsetKind::Acked, OffsetKind::Read] {
                 let offset_of = |id: SendId| match by {
@@ -186,7 +186,7 @@ impl History {
     /// session passed over.
     pub(super) fn check_skips(&self, out: &mut Vec<Anomaly>) {
         let mut known: BTreeMap<Tp, BTreeMap<i64, SendId>> = BTreeMap::new();
-        for id in self.ids() {
+        for id in self.ids().filter(|&id| !self.broker_lost(id)) {
             if let Some(o) = self.acked_at(id) {
                 let s = self.rec_of(id);
                 known
@@ -250,8 +250,10 @@ impl History {
                     if self.txns.get(&txn) != Some(&TxnOutcome::Committed) {
                         continue;
                     }
-                    let (got, missing): (Vec<SendId>, Vec<SendId>) =
-                        ids.iter().partition(|id| seen.contains(id));
+                    let (got, missing): (Vec<SendId>, Vec<SendId>) = ids
+                        .iter()
+                        .filter(|&&id| s.topic.as_ref().is_none_or(|t| *t == self.rec_of(id).topic))
+                        .partition(|id| seen.contains(id));
                     if !got.is_empty() && !missing.is_empty() {
                         excused.extend(missing.iter().copied());
                         let recs = |ids: &[SendId]| {
@@ -270,6 +272,14 @@ impl History {
             }
             for id in self.ids() {
                 let Some(o) = self.acked_at(id) else { continue };
+                if s.topic
+                    .as_ref()
+                    .is_some_and(|t| *t != self.rec_of(id).topic)
+                    || self.deleted_at(id, o)
+                    || self.broker_lost(id)
+                {
+                    continue;
+                }
                 if self.committed(id) && !seen.contains(&id) && !excused.contains(&id) {
                     out.push(Anomaly::LostAck {
                         session: s.name.clone(),

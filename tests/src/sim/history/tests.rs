@@ -153,6 +153,81 @@ fn lost_ack_of_committed_txn_counts_but_aborted_and_unknown_do_not() {
 }
 
 #[test]
+fn a_session_of_one_topic_expects_only_that_topics_records() {
+    let mut b = Base::new();
+    let other = b.h.send("p3", "u", 0, b"elsewhere", None);
+    b.h.outcome(other, Outcome::Acked { offset: 0 });
+    assert_eq!(
+        b.kinds(),
+        only(&["LostAck"]),
+        "the base sessions read every topic"
+    );
+    let mut b = Base::new();
+    let s =
+        b.h.begin_reads_of("scoped", Isolation::ReadUncommitted, true, "u");
+    let other = b.h.send("p3", "u", 0, b"elsewhere", None);
+    b.h.outcome(other, Outcome::Acked { offset: 0 });
+    let v = b.h.check();
+    let scoped_lost = v
+        .anomalies
+        .iter()
+        .any(|a| matches!(a, Anomaly::LostAck { session, .. } if session.starts_with("scoped")));
+    assert!(scoped_lost, "the `u` session misses `elsewhere`: {v:?}");
+    b.h.read(s, "u", 0, 0, b"elsewhere");
+    let v = b.h.check();
+    assert!(
+        !v.anomalies.iter().any(|a| {
+            matches!(a, Anomaly::LostAck { session, .. } if session.starts_with("scoped"))
+        }),
+        "`t`'s records are not expected in the `u` session: {v:?}"
+    );
+}
+
+#[test]
+fn deleted_records_are_not_lost_but_later_ones_are() {
+    let mut b = Base::new();
+    b.acked("p3", 1, "d5", None, 5);
+    b.acked("p3", 1, "d6", None, 6);
+    assert_eq!(b.kinds(), only(&["LostAck"]));
+    b.h.records_deleted("t", 1, 6);
+    let v = b.h.check();
+    let lost: Vec<_> = v
+        .anomalies
+        .iter()
+        .filter_map(|a| match a {
+            Anomaly::LostAck { record, .. } => record.send,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lost.len(), 2, "d6 in each complete session: {v:?}");
+    assert!(
+        lost.iter().all(|&id| b.h.rec_of(id).value == b"d6"),
+        "{v:?}"
+    );
+    b.h.records_deleted("t", 1, 7);
+    assert!(b.h.check().is_clean());
+}
+
+#[test]
+fn records_the_broker_destroyed_are_neither_lost_nor_reordered() {
+    let mut b = Base::new();
+    // p3's `z0`@5 was acknowledged, then cut off; `z1` was written into offset 5.
+    b.acked("p3", 1, "z0", None, 5);
+    b.acked("p3", 1, "z1", None, 5);
+    b.read_both(1, 5, "z1");
+    let kinds = b.kinds();
+    assert!(
+        kinds.contains("LostAck") && kinds.contains("Reordered"),
+        "{kinds:?}"
+    );
+    b.h.records_lost_by_broker([b"z0".to_vec()]);
+    assert!(b.h.check().is_clean());
+    // Naming a record excuses that record only.
+    b.acked("p3", 1, "z2", None, 6);
+    assert_eq!(b.kinds(), only(&["LostAck"]));
+}
+
+#[test]
 fn duplicate_value_at_two_offsets() {
     let mut b = Base::new();
     // The indeterminate b1 (read at 3 by the base sessions) written again at 7.
