@@ -246,24 +246,28 @@ fn seen(m: &Mutex<Seen>) -> MutexGuard<'_, Seen> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Two members of one group owning a partition at once, sampled every 20 ms.
+/// Two members of one group owning a partition at once, sampled every 20 ms: one line
+/// per overlap (group, partition, members), with when it was first and last seen since
+/// `start`.
 fn watch_owners(
     groups: Vec<(String, Vec<Arc<Mutex<Seen>>>)>,
+    start: Instant,
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<Vec<String>> {
     std::thread::spawn(move || {
-        let mut found = Vec::new();
+        // (group, partition, member, member) -> (first seen, last seen)
+        type Overlap = (String, i32, usize, usize);
+        let mut found: BTreeMap<Overlap, (Duration, Duration)> = BTreeMap::new();
         while !stop.load(Ordering::SeqCst) {
+            let now = start.elapsed();
             for (name, members) in &groups {
                 let mut owner: BTreeMap<i32, usize> = BTreeMap::new();
                 for (i, m) in members.iter().enumerate() {
                     for p in seen(m).owned.clone() {
                         if let Some(j) = owner.insert(p, i) {
-                            if found.len() < 20 {
-                                found.push(format!(
-                                    "{name}: partition {p} owned by members {j} and {i} at once"
-                                ));
-                            }
+                            let seen_at =
+                                found.entry((name.clone(), p, j, i)).or_insert((now, now));
+                            seen_at.1 = now;
                         }
                     }
                 }
@@ -271,6 +275,16 @@ fn watch_owners(
             std::thread::sleep(Duration::from_millis(20));
         }
         found
+            .into_iter()
+            .map(|((name, p, j, i), (from, to))| {
+                format!(
+                    "{name}: partition {p} owned by members {j} and {i} at once, \
+                     seen from {:.2}s to {:.2}s",
+                    from.as_secs_f64(),
+                    to.as_secs_f64()
+                )
+            })
+            .collect()
     })
 }
 
@@ -350,16 +364,17 @@ fn chaos_idempotent_producer_txn_pipeline_and_groups_zero_anomalies() {
         })
         .collect();
     let stop_watch = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
     let watcher = watch_owners(
         groups
             .iter()
             .map(|(n, ms)| (n.clone(), ms.iter().map(|m| m.seen.clone()).collect()))
             .collect(),
+        start,
         stop_watch.clone(),
     );
 
     // The faults, then heal (inject ends healed) and let the workload run on healthy.
-    let start = Instant::now();
     let injected = inject(
         &schedule,
         start,
