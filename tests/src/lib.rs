@@ -3,6 +3,7 @@
 //! used until the sans-IO connection core and its blocking adapter exist.
 
 pub mod admin_suite;
+pub mod chaos;
 pub mod child;
 pub mod consumer_suite;
 pub mod event_log;

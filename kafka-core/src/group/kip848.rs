@@ -319,8 +319,13 @@ impl Kip848 {
             id[8..].copy_from_slice(&mixed.to_be_bytes());
             self.member_id = Uuid::from_bytes(id).to_string();
         }
+        let joining = self.epoch == JOIN;
+        // A (re-)joining member owns nothing in the group: Kafka refuses a heartbeat at
+        // epoch 0 with owned partitions (INVALID_REQUEST, "TopicPartitions must be empty
+        // when (re-)joining"). After a fence the consumer still lists what it is giving
+        // up as lost when this heartbeat goes out in the same poll.
         let mut by_topic: BTreeMap<Uuid, Vec<i32>> = BTreeMap::new();
-        for (t, p) in owned {
+        for (t, p) in owned.iter().filter(|_| !joining) {
             if let Some(id) = self.names.id_of(cx, t) {
                 by_topic.entry(id).or_default().push(*p);
             }
@@ -329,7 +334,6 @@ impl Kip848 {
         // since the coordinator took it; "" removes a pattern it has (Java's rules).
         // With a pattern no names are sent, but an empty list alongside the regex
         // clears names an earlier subscription left there.
-        let joining = self.epoch == JOIN;
         let regex = match &self.pattern {
             Some(p) if joining || self.regex_sent.as_ref() != Some(p) => Some(p.clone()),
             None if self.regex_sent.is_some() => Some(String::new()),

@@ -656,10 +656,7 @@ impl Classic {
 
     fn collect_heartbeat(&mut self, cx: &mut OpContext<'_>, out: &mut Vec<MemberEvent>) {
         let now = cx.now();
-        if let Some(id) = self.heartbeat {
-            let Some(answer) = cx.take_response(id) else {
-                return;
-            };
+        if let Some(answer) = self.heartbeat.and_then(|id| cx.take_response(id)) {
             self.heartbeat = None;
             let code = match answer {
                 Ok(r) => KafkaCode(r.error_code),
@@ -694,11 +691,20 @@ impl Classic {
             }
         }
         // No heartbeat answered for a whole session: the coordinator has dropped us.
+        // Also while a heartbeat is still on its way (a coordinator that stopped
+        // answering holds it up to `request.timeout.ms`): by then its successor may have
+        // given our partitions to another member.
         if self.is_stable() {
             if let Some(ok) = self.last_heartbeat_ok {
-                if now.saturating_duration_since(ok) >= self.session_timeout {
+                let expiry = ok + self.session_timeout;
+                if now >= expiry {
+                    if let Some(id) = self.heartbeat.take() {
+                        cx.discard(id);
+                    }
                     cx.invalidate_coordinator(&self.group.clone());
                     self.lost(now, false, KafkaCode::REQUEST_TIMED_OUT, out);
+                } else if self.heartbeat.is_some() {
+                    cx.wake_at(expiry);
                 }
             }
         }

@@ -130,6 +130,11 @@ impl Coordinator848 {
                     ..Default::default()
                 };
             }
+            // Kafka's GroupMetadataManager: "TopicPartitions must be empty when
+            // (re-)joining." (INVALID_REQUEST).
+            0 if req.topic_partitions.as_ref().is_none_or(|t| !t.is_empty()) => {
+                return err(KafkaCode::INVALID_REQUEST);
+            }
             0 => {
                 self.members.insert(
                     req.member_id.clone(),

@@ -82,6 +82,9 @@ pub(super) struct World {
     pub(super) coordinator_lookups: usize,
     /// Seeded answer delays and coordinator failovers (`chaos.rs`); `None`: answers at once.
     pub(super) net: Option<chaos::Net>,
+    /// Heartbeats of these nodes are read and never answered (a coordinator that stopped
+    /// answering them, its connection left open).
+    pub(super) unanswered_heartbeats: BTreeSet<usize>,
 }
 
 impl World {
@@ -122,6 +125,7 @@ impl World {
             metadata_id_requests: Vec::new(),
             coordinator_lookups: 0,
             net: None,
+            unanswered_heartbeats: BTreeSet::new(),
         }
     }
 
@@ -392,6 +396,7 @@ impl World {
                     }
                 }
             }
+            ApiKey::Heartbeat if self.unanswered_heartbeats.contains(&i) => {}
             ApiKey::Heartbeat => {
                 let r = self.coordinator.heartbeat(now, &seen.decode());
                 self.reply(i, conn, &seen, &r);

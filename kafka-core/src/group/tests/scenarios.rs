@@ -494,3 +494,30 @@ fn a_revocation_the_application_never_handles_is_given_up_after_max_poll_interva
     }
     assert!(w.owned(a).is_empty());
 }
+
+#[test]
+fn a_member_whose_heartbeats_go_unanswered_gives_its_partitions_up_after_the_session() {
+    // The coordinator stops answering a's heartbeats (a paused broker keeps the
+    // connection open; the request would time out only after request.timeout.ms, 30 s):
+    // it drops a after the 10 s session and hands everything to b. a must count its
+    // partitions lost by then, not when the heartbeat finally times out.
+    let mut w = World::new(4, 50);
+    let a = w.add(&[]);
+    let b = w.add(&[]);
+    w.run_until(20 * S, |w| w.owned(a).len() == 2 && w.owned(b).len() == 2);
+    w.unanswered_heartbeats.insert(a);
+    w.run_until(25 * S, |w| {
+        w.assert_disjoint();
+        w.owned(b).len() == 4
+    });
+    assert!(
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Lost(ps) if ps.len() == 2)),
+        "{:?}",
+        w.nodes[a].events
+    );
+    w.run(2 * S);
+    w.assert_disjoint();
+}
