@@ -233,6 +233,52 @@ fn refused_connection_backs_off_then_retries_the_unsent_request() {
     assert!(h.client.take_response(id).unwrap().is_ok());
 }
 
+/// Requests that wait out a node's reconnect backoff leave in arrival order: one routed
+/// the moment the backoff ends, before the parked ones' timers are handled, goes out
+/// after them, not first (an idempotent producer's batches would reach the broker out of
+/// order).
+#[test]
+fn requests_waiting_out_a_reconnect_backoff_leave_in_arrival_order() {
+    use crate::protocol::messages::describe_cluster::DescribeClusterRequest;
+    use crate::protocol::messages::describe_configs::DescribeConfigsRequest;
+    use crate::protocol::messages::list_groups::ListGroupsRequest;
+
+    let mut h = Harness::with(&[
+        ("reconnect.backoff.ms", "1000"),
+        ("reconnect.backoff.max.ms", "1000"),
+        ("retry.backoff.ms", "10"),
+    ]);
+    let first = h
+        .client
+        .send(h.now, Route::Broker(-1), DescribeClusterRequest::default());
+    h.io();
+    let (conn, _, _) = h.connecting.remove(0);
+    h.client.handle_closed(h.now, conn, "connection refused");
+    // The first request's own retry, then a second request: both wait for the backoff.
+    h.advance(Duration::from_millis(20));
+    let second = h
+        .client
+        .send(h.now, Route::Broker(-1), ListGroupsRequest::default());
+    h.io();
+    assert!(h.connecting.is_empty(), "no reconnect before the backoff");
+    // The backoff ends; a third request is routed before the timers are handled.
+    h.now = h.client.poll_timeout().expect("the backoff's end");
+    let third = h
+        .client
+        .send(h.now, Route::Broker(-1), DescribeConfigsRequest::default());
+    h.client.handle_timeout(h.now);
+    let order: Vec<ApiKey> = h.negotiate().iter().map(|(_, _, s)| s.api()).collect();
+    assert_eq!(
+        order,
+        [
+            ApiKey::DescribeCluster,
+            ApiKey::ListGroups,
+            ApiKey::DescribeConfigs
+        ],
+        "{first:?} {second:?} {third:?}"
+    );
+}
+
 #[test]
 fn group_coordinator_lookups_are_batched_and_retried_while_loading() {
     let mut h = Harness::new();

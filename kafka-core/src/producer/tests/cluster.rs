@@ -63,6 +63,9 @@ pub(super) struct Faults {
     pub(super) codes: VecDeque<i16>,
     /// Keep Produce requests unanswered until cleared.
     pub(super) hold: bool,
+    /// Keep Produce requests to this broker alone unanswered until cleared (the others
+    /// are answered).
+    pub(super) hold_node: Option<i32>,
     /// Name the new leader in NOT_LEADER_OR_FOLLOWER answers (KIP-951).
     pub hints: bool,
     /// Metadata answers to give with the topic unknown (UNKNOWN_TOPIC_OR_PARTITION), as
@@ -247,14 +250,18 @@ impl Cluster {
             self.client.poll_transmit(self.now, conn, &mut out);
             for seen in parse_requests(out) {
                 any = true;
-                if seen.api() == ApiKey::Produce && (self.faults.hold || !self.held.is_empty()) {
+                let held = match self.faults.hold_node {
+                    Some(n) => n == node,
+                    None => self.faults.hold || !self.held.is_empty(),
+                };
+                if seen.api() == ApiKey::Produce && held {
                     self.held.push_back((conn, seen));
                     continue;
                 }
                 self.answer(conn, node, seen);
             }
         }
-        if !self.faults.hold {
+        if !self.faults.hold && self.faults.hold_node.is_none() {
             while let Some((conn, seen)) = self.held.pop_front() {
                 if let Some(&node) = self.open.get(&conn) {
                     self.answer(conn, node, seen);

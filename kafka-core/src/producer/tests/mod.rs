@@ -148,6 +148,42 @@ fn a_leader_change_with_five_requests_in_flight_keeps_order_and_loses_nothing() 
     assert!(m.errors.contains_key(&KafkaCode::NOT_LEADER_OR_FOLLOWER.0));
 }
 
+/// A partition's batches go to one broker at a time: while its earlier batches wait at
+/// the old leader, nothing of it goes to the new one (it would arrive there first and be
+/// refused OUT_OF_ORDER_SEQUENCE_NUMBER); once they resolve, everything is delivered in
+/// order.
+#[test]
+fn a_partition_waits_for_its_batches_at_the_old_leader_before_the_new_one() {
+    let mut c = warmed(&[("linger.ms", "5"), ("metadata.max.age.ms", "100")]);
+    let warm: Vec<usize> = c.parts.iter().map(|p| p.values.len()).collect();
+    c.faults.hold_node = Some(1);
+    // One batch per partition, lingered into one request that broker 1 holds.
+    send_many(&mut c, 6, 6);
+    c.run(Duration::from_millis(20));
+    assert_eq!(metrics(&mut c).requests_in_flight, 1);
+    for p in 0..PARTITIONS {
+        c.move_leader(p, 2);
+    }
+    // The client learns the new leaders from a metadata refresh, then sends more.
+    c.run(Duration::from_millis(500));
+    send_many(&mut c, 12, 18);
+    c.run(Duration::from_millis(500));
+    let now: Vec<usize> = c.parts.iter().map(|p| p.values.len()).collect();
+    assert_eq!(
+        now, warm,
+        "nothing appended while the old leader holds earlier batches"
+    );
+    c.faults.hold_node = None;
+    assert!(c.run_until(Duration::from_secs(10), all_reported));
+    assert_eq!(c.check_guarantees(), 30);
+    let m = metrics(&mut c);
+    assert!(
+        !m.errors
+            .contains_key(&KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER.0),
+        "{m:?}"
+    );
+}
+
 #[test]
 fn a_leader_named_in_the_answer_is_used_without_a_metadata_round_trip() {
     let mut c = warmed(&[]);
