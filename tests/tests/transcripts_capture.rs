@@ -275,6 +275,26 @@ fn warm_up(addr: &str) {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+    // The broker's first producer-id block comes from the controller.
+    loop {
+        let r = direct
+            .call(
+                Route::Any,
+                InitProducerIdRequest {
+                    transactional_id: None,
+                    transaction_timeout_ms: -1,
+                    producer_id: -1,
+                    producer_epoch: -1,
+                    ..Default::default()
+                },
+            )
+            .expect("init producer id");
+        if r.error_code == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no producer id: {r:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn bootstrap_and_metadata(addr: &str) {
@@ -310,15 +330,15 @@ fn idempotent_produce(addr: &str) {
 }
 
 fn fetch_with_sessions(addr: &str) {
-    let direct = Producer::new(config(addr, &[("linger.ms", "0")])).expect("producer");
     let cap = Capture::start(
         addr,
         "fetch_sessions",
-        "records written first (not recorded), then a consumer resets to the earliest \
+        "an idempotent producer writes records, then a consumer resets to the earliest \
          offsets (ListOffsets) and reads both partitions: a full Fetch opens a session, \
          incremental ones follow, empty ones wait max_wait_ms",
         &[("tr-fetch", 2)],
     );
+    let direct = Producer::new(config(&cap.via(), &[("linger.ms", "0")])).expect("producer");
     send(&direct, "tr-fetch", 0, "f0", 5);
     send(&direct, "tr-fetch", 1, "f1", 3);
     direct.close(T).expect("close");
@@ -337,14 +357,14 @@ fn fetch_with_sessions(addr: &str) {
 }
 
 fn group_join_and_rebalance(addr: &str) {
-    let direct = Producer::new(config(addr, &[("linger.ms", "0")])).expect("producer");
     let cap = Capture::start(
         addr,
         "group_rebalance",
-        "KIP-848 group (range assignor): member A joins and gets all four partitions, reads \
+        "records written to four partitions, then a KIP-848 group (range assignor): member A joins and gets all four partitions, reads \
          and commits; member B joins, A gives up two, B takes them; both commit; B then A leave",
         &[("tr-group", 4)],
     );
+    let direct = Producer::new(config(&cap.via(), &[("linger.ms", "0")])).expect("producer");
     for p in 0..4 {
         send(&direct, "tr-group", p, &format!("g{p}"), 2);
     }
@@ -461,6 +481,7 @@ fn common_errors(addr: &str) {
         .call(
             Route::Any,
             InitProducerIdRequest {
+                transactional_id: None,
                 transaction_timeout_ms: -1,
                 producer_id: -1,
                 producer_epoch: -1,
