@@ -297,7 +297,10 @@ fn show_records(x: &Recorded, frame: &[u8], json: &mut Value) {
 
 fn batch_json(b: &RecordBatch) -> Value {
     let h = b.header();
-    let section = b.records_section().map(|r| transcript_common::hex(&r)).unwrap_or_default();
+    let section = b
+        .records_section()
+        .map(|r| transcript_common::hex(&r))
+        .unwrap_or_default();
     let control = if b.is_control() { "control" } else { "" };
     let name = |n: &str| {
         if control.is_empty() {
@@ -308,7 +311,10 @@ fn batch_json(b: &RecordBatch) -> Value {
     };
     let mut m = serde_json::Map::new();
     m.insert("baseOffset".into(), h.base_offset.into());
-    m.insert("partitionLeaderEpoch".into(), h.partition_leader_epoch.into());
+    m.insert(
+        "partitionLeaderEpoch".into(),
+        h.partition_leader_epoch.into(),
+    );
     m.insert("attributes".into(), format!("{:?}", h.attributes).into());
     m.insert("lastOffsetDelta".into(), h.last_offset_delta.into());
     m.insert(name("baseTimestamp"), h.base_timestamp.into());
@@ -349,7 +355,13 @@ fn diff(api: ApiKey, path: &mut Vec<String>, real: &Value, sim: &Value, out: &mu
             keys.dedup();
             for k in keys {
                 path.push(k.clone());
-                diff(api, path, r.get(k).unwrap_or(&Value::Null), s.get(k).unwrap_or(&Value::Null), out);
+                diff(
+                    api,
+                    path,
+                    r.get(k).unwrap_or(&Value::Null),
+                    s.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
                 path.pop();
             }
         }
@@ -390,9 +402,19 @@ fn compare(t: &Transcript, gaps: &mut [usize]) -> Vec<String> {
         let Some(real) = &x.response else {
             continue;
         };
-        let head = format!("{} #{} {} v{} at {} ms", t.name, x.seq, x.api.name(), x.version, x.at_ms);
+        let head = format!(
+            "{} #{} {} v{} at {} ms",
+            t.name,
+            x.seq,
+            x.api.name(),
+            x.version,
+            x.at_ms
+        );
         if !SERVED.contains(&x.api) {
-            out.push(format!("{head}: the simulator does not serve {}", x.api.name()));
+            out.push(format!(
+                "{head}: the simulator does not serve {}",
+                x.api.name()
+            ));
             continue;
         }
         let sim = match replay.answer(x) {
@@ -406,11 +428,14 @@ fn compare(t: &Transcript, gaps: &mut [usize]) -> Vec<String> {
                 continue;
             }
         };
-        let (_, real_json) = decode(x.api, Direction::Response, x.version, real).expect("real decodes");
+        let (_, real_json) =
+            decode(x.api, Direction::Response, x.version, real).expect("real decodes");
         let (_, sim_json) = match decode(x.api, Direction::Response, x.version, &sim) {
             Ok(j) => j,
             Err(e) => {
-                out.push(format!("{head}: the simulator's answer does not decode: {e}"));
+                out.push(format!(
+                    "{head}: the simulator's answer does not decode: {e}"
+                ));
                 continue;
             }
         };
@@ -449,7 +474,10 @@ fn the_simulator_answers_the_captured_requests_as_kafka_did() {
         "txn_commit_abort",
         "common_errors",
     ] {
-        assert!(names.contains(&want), "transcript {want} missing (have {names:?})");
+        assert!(
+            names.contains(&want),
+            "transcript {want} missing (have {names:?})"
+        );
     }
     let mut failures = Vec::new();
     let mut compared = 0;
@@ -461,8 +489,19 @@ fn the_simulator_answers_the_captured_requests_as_kafka_did() {
     }
     assert!(compared > 50, "only {compared} answers compared");
     for (g, n) in KNOWN_GAPS.iter().zip(&gaps) {
-        eprintln!("known gap, {n} differences: {} {}: {}", g.api.name(), g.path, g.why);
-        assert!(*n > 0, "known gap no longer seen, remove it: {} {} ({})", g.api.name(), g.path, g.why);
+        eprintln!(
+            "known gap, {n} differences: {} {}: {}",
+            g.api.name(),
+            g.path,
+            g.why
+        );
+        assert!(
+            *n > 0,
+            "known gap no longer seen, remove it: {} {} ({})",
+            g.api.name(),
+            g.path,
+            g.why
+        );
     }
     for e in EXEMPT {
         assert!(!e.why.is_empty(), "exemption {} without a reason", e.path);

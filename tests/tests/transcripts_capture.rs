@@ -21,10 +21,11 @@ mod transcript_common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use kafka_blocking::{BlockingClient, Consumer, GroupConsumer, Offsets, Producer, Record};
 use kafka_core::cluster::Route;
 use kafka_core::config::ClientConfig;
-use kafka_core::protocol::messages::api_versions::ApiVersionsRequest;
+use kafka_core::protocol::messages::api_versions::ApiVersionsResponse;
 use kafka_core::protocol::messages::create_topics::request::CreatableTopic;
 use kafka_core::protocol::messages::create_topics::CreateTopicsRequest;
 use kafka_core::protocol::messages::fetch::request::{FetchPartition, FetchTopic};
@@ -35,7 +36,8 @@ use kafka_core::protocol::messages::metadata::request::MetadataRequestTopic;
 use kafka_core::protocol::messages::metadata::MetadataRequest;
 use kafka_core::protocol::messages::produce::request::{PartitionProduceData, TopicProduceData};
 use kafka_core::protocol::messages::produce::ProduceRequest;
-use kafka_core::protocol::Uuid;
+use kafka_core::protocol::messages::response_header::ResponseHeader;
+use kafka_core::protocol::{ApiKey, Decodable, Message, Uuid};
 use kafka_core::record::{BatchEncoder, BatchOptions, NewRecord};
 use kafka_tests::fault_proxy::{Exchange, FaultProxy};
 use transcript_common::{Recorded, Setup, TopicSetup, Transcript};
@@ -52,7 +54,6 @@ fn config(addr: &str, pairs: &[(&str, &str)]) -> ClientConfig {
 
 /// One scenario's recording session against the rig at `addr`.
 struct Capture {
-    addr: String,
     name: &'static str,
     about: &'static str,
     topics: Vec<TopicSetup>,
@@ -61,7 +62,12 @@ struct Capture {
 
 impl Capture {
     /// Creates `topics` straight at the broker, then starts a recording proxy.
-    fn start(addr: &str, name: &'static str, about: &'static str, topics: &[(&str, i32)]) -> Capture {
+    fn start(
+        addr: &str,
+        name: &'static str,
+        about: &'static str,
+        topics: &[(&str, i32)],
+    ) -> Capture {
         let direct = BlockingClient::new(config(addr, &[])).expect("client");
         let mut made = Vec::new();
         for &(topic, partitions) in topics {
@@ -77,7 +83,10 @@ impl Capture {
             };
             let resp = direct.call(Route::Controller, create).expect("create");
             let t = &resp.topics[0];
-            assert_eq!(t.error_code, 0, "{topic}: {t:?} (capture needs a fresh rig)");
+            assert_eq!(
+                t.error_code, 0,
+                "{topic}: {t:?} (capture needs a fresh rig)"
+            );
             made.push(TopicSetup {
                 name: topic.into(),
                 id: t.topic_id.to_string(),
@@ -104,7 +113,6 @@ impl Capture {
         let proxy = FaultProxy::start(&[(1, addr.to_string())]).expect("proxy");
         proxy.start_recording();
         Capture {
-            addr: addr.to_string(),
             name,
             about,
             topics: made,
@@ -121,15 +129,10 @@ impl Capture {
     fn finish(self) {
         std::thread::sleep(Duration::from_millis(200));
         let exchanges = self.proxy.take_recording();
-        let direct = BlockingClient::new(config(&self.addr, &[])).expect("client");
-        let versions = direct
-            .call(Route::Any, ApiVersionsRequest::default())
-            .expect("api versions");
-        let transaction_version = versions
-            .finalized_features
+        let transaction_version = exchanges
             .iter()
-            .find(|f| f.name == "transaction.version")
-            .map_or(0, |f| f.max_version_level);
+            .find_map(finalized_transaction_version)
+            .expect("an ApiVersions exchange was recorded");
         let t = Transcript {
             name: self.name.into(),
             about: self.about.into(),
@@ -141,12 +144,34 @@ impl Capture {
             exchanges: exchanges.iter().map(recorded).collect(),
         };
         let text = transcript_common::render(&t).expect("render");
-        let dir = std::env::var("TRANSCRIPTS_OUT").map_or_else(|_| transcript_common::dir(), PathBuf::from);
+        let dir = std::env::var("TRANSCRIPTS_OUT")
+            .map_or_else(|_| transcript_common::dir(), PathBuf::from);
         std::fs::create_dir_all(&dir).expect("out dir");
         let path = dir.join(format!("{}.json", self.name));
         std::fs::write(&path, text).expect("write");
-        println!("{}: {} exchanges -> {}", self.name, t.exchanges.len(), path.display());
+        println!(
+            "{}: {} exchanges -> {}",
+            self.name,
+            t.exchanges.len(),
+            path.display()
+        );
     }
+}
+
+/// The `transaction.version` an ApiVersions answer names as finalized (0 if none).
+fn finalized_transaction_version(x: &Exchange) -> Option<i16> {
+    if x.request.get(..2)? != (ApiKey::ApiVersions as i16).to_be_bytes() {
+        return None;
+    }
+    let version = i16::from_be_bytes([x.request[2], x.request[3]]);
+    let mut body = Bytes::copy_from_slice(x.response.as_ref()?);
+    ResponseHeader::decode(&mut body, 0).ok()?;
+    let r = ApiVersionsResponse::decode_from(body, version).ok()?;
+    let level = r
+        .finalized_features
+        .iter()
+        .find(|f| f.name == "transaction.version");
+    Some(level.map_or(0, |f| f.max_version_level))
 }
 
 fn recorded(x: &Exchange) -> Recorded {
@@ -156,7 +181,7 @@ fn recorded(x: &Exchange) -> Recorded {
         at_ms: x.at.as_millis() as u64,
         conn: x.conn,
         node: x.node,
-        api: kafka_core::protocol::ApiKey::from_i16(key).expect("known api"),
+        api: ApiKey::from_i16(key).expect("known api"),
         version: i16::from_be_bytes([x.request[2], x.request[3]]),
         request: x.request.clone(),
         response: x.response.clone(),
@@ -193,8 +218,17 @@ fn send(p: &Producer, topic: &str, partition: i32, tag: &str, n: usize) {
 }
 
 /// One v2 batch of `n` records with the given producer state, as a Produce request.
-fn produce(topic: &TopicSetup, partition: i32, pid: i64, epoch: i16, seq: i32, n: usize) -> ProduceRequest {
-    let values: Vec<Vec<u8>> = (0..n).map(|i| format!("raw-{seq}-{i}").into_bytes()).collect();
+fn produce(
+    topic: &TopicSetup,
+    partition: i32,
+    pid: i64,
+    epoch: i16,
+    seq: i32,
+    n: usize,
+) -> ProduceRequest {
+    let values: Vec<Vec<u8>> = (0..n)
+        .map(|i| format!("raw-{seq}-{i}").into_bytes())
+        .collect();
     let records = values.iter().map(|v| NewRecord {
         timestamp: STAMP,
         key: None,
@@ -208,7 +242,9 @@ fn produce(topic: &TopicSetup, partition: i32, pid: i64, epoch: i16, seq: i32, n
         ..Default::default()
     };
     let mut out = Vec::new();
-    BatchEncoder::new().encode(&opts, records, &mut out).expect("batch");
+    BatchEncoder::new()
+        .encode(&opts, records, &mut out)
+        .expect("batch");
     ProduceRequest {
         acks: -1,
         timeout_ms: 30_000,
@@ -307,7 +343,8 @@ fn bootstrap_and_metadata(addr: &str) {
     let c = BlockingClient::new(config(&cap.via(), &[])).expect("client");
     c.call(Route::Any, metadata(&["tr-meta-a", "tr-meta-b"], false))
         .expect("metadata");
-    c.call(Route::Any, metadata(&["tr-meta-b"], false)).expect("metadata");
+    c.call(Route::Any, metadata(&["tr-meta-b"], false))
+        .expect("metadata");
     drop(c);
     cap.finish();
 }
@@ -319,8 +356,14 @@ fn idempotent_produce(addr: &str) {
         "an idempotent producer (InitProducerId) writes to both partitions of a topic, one batch at a time",
         &[("tr-produce", 2)],
     );
-    let p = Producer::new(config(&cap.via(), &[("linger.ms", "0"), ("max.in.flight.requests.per.connection", "1")]))
-        .expect("producer");
+    let p = Producer::new(config(
+        &cap.via(),
+        &[
+            ("linger.ms", "0"),
+            ("max.in.flight.requests.per.connection", "1"),
+        ],
+    ))
+    .expect("producer");
     for round in 0..3 {
         send(&p, "tr-produce", 0, &format!("p0-{round}"), 2);
         send(&p, "tr-produce", 1, &format!("p1-{round}"), 3);
@@ -344,10 +387,14 @@ fn fetch_with_sessions(addr: &str) {
     direct.close(T).expect("close");
     let c = Consumer::new(config(
         &cap.via(),
-        &[("auto.offset.reset", "earliest"), ("fetch.max.wait.ms", "100")],
+        &[
+            ("auto.offset.reset", "earliest"),
+            ("fetch.max.wait.ms", "100"),
+        ],
     ))
     .expect("consumer");
-    c.assign([("tr-fetch", 0), ("tr-fetch", 1)]).expect("assign");
+    c.assign([("tr-fetch", 0), ("tr-fetch", 1)])
+        .expect("assign");
     read(&c, 8);
     for _ in 0..3 {
         assert!(c.poll(Duration::from_millis(150)).expect("poll").is_empty());
@@ -400,7 +447,10 @@ fn group_join_and_rebalance(addr: &str) {
         assert!(Instant::now() < deadline, "no rebalance");
         a.poll(Duration::from_millis(50)).expect("poll a");
         b.poll(Duration::from_millis(50)).expect("poll b");
-        let (na, nb) = (a.assignment().expect("a").len(), b.assignment().expect("b").len());
+        let (na, nb) = (
+            a.assignment().expect("a").len(),
+            b.assignment().expect("b").len(),
+        );
         if na == 2 && nb == 2 {
             break;
         }
@@ -474,7 +524,8 @@ fn common_errors(addr: &str) {
         id: Uuid::from_bytes([7; 16]).to_string(),
         partitions: 1,
     };
-    c.call(Route::Any, metadata(&["tr-missing"], false)).expect("metadata");
+    c.call(Route::Any, metadata(&["tr-missing"], false))
+        .expect("metadata");
     c.call(Route::Broker(1), produce(&missing, 0, -1, -1, -1, 1))
         .expect("produce missing");
     let ids = c
@@ -491,11 +542,16 @@ fn common_errors(addr: &str) {
         .expect("init producer id");
     let (pid, epoch) = (ids.producer_id, ids.producer_epoch);
     let leader = Route::Broker(1);
-    c.call(leader.clone(), produce(&topic, 0, pid, epoch, 0, 2)).expect("first");
-    c.call(leader.clone(), produce(&topic, 0, pid, epoch, 2, 2)).expect("second");
-    c.call(leader.clone(), produce(&topic, 0, pid, epoch, 0, 2)).expect("duplicate");
-    c.call(leader.clone(), produce(&topic, 0, pid, epoch, 9, 1)).expect("gap");
-    c.call(leader.clone(), produce(&topic, 0, pid, epoch + 1, 7, 1)).expect("new epoch, not 0");
+    c.call(leader.clone(), produce(&topic, 0, pid, epoch, 0, 2))
+        .expect("first");
+    c.call(leader.clone(), produce(&topic, 0, pid, epoch, 2, 2))
+        .expect("second");
+    c.call(leader.clone(), produce(&topic, 0, pid, epoch, 0, 2))
+        .expect("duplicate");
+    c.call(leader.clone(), produce(&topic, 0, pid, epoch, 9, 1))
+        .expect("gap");
+    c.call(leader.clone(), produce(&topic, 0, pid, epoch + 1, 7, 1))
+        .expect("new epoch, not 0");
     let fetch = |session_id: i32, session_epoch: i32, offset: i64| FetchRequest {
         replica_id: -1,
         max_wait_ms: 0,
@@ -519,8 +575,10 @@ fn common_errors(addr: &str) {
         }],
         ..Default::default()
     };
-    c.call(leader.clone(), fetch(0, -1, 100)).expect("out of range");
-    c.call(leader.clone(), fetch(123_456, 3, 0)).expect("unknown session");
+    c.call(leader.clone(), fetch(0, -1, 100))
+        .expect("out of range");
+    c.call(leader.clone(), fetch(123_456, 3, 0))
+        .expect("unknown session");
     c.call(leader, fetch(0, -1, 0)).expect("sessionless");
     drop(c);
     cap.finish();

@@ -43,8 +43,8 @@ use kafka_core::protocol::{ApiKey, Decodable, Encodable, Message};
 mod pump;
 mod record;
 use pump::{accept_loop, Conn, Pacer};
-use record::Recording;
 pub use record::Exchange;
+use record::Recording;
 
 /// Frames larger than this end the connection (a broker's default is 100 MiB).
 const MAX_FRAME: usize = 512 << 20;

@@ -31,68 +31,73 @@ use kafka_core::protocol::{visit_message, ApiKey, Decodable, Direction, Message,
 use serde_json::{json, Value};
 
 /// The folder of the transcripts.
-pub fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../vectors/transcripts")
 }
 
 /// A topic as the real cluster had it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicSetup {
+pub(crate) struct TopicSetup {
     /// Its name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its topic id (Kafka's text form).
-    pub id: String,
+    pub(crate) id: String,
     /// Its partition count.
-    pub partitions: i32,
+    pub(crate) partitions: i32,
 }
 
 /// The real cluster a transcript was captured from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Setup {
+pub(crate) struct Setup {
     /// The broker's node id.
-    pub node: i32,
+    pub(crate) node: i32,
     /// The finalized `transaction.version`.
-    pub transaction_version: i16,
+    pub(crate) transaction_version: i16,
     /// The topics the scenario created.
-    pub topics: Vec<TopicSetup>,
+    pub(crate) topics: Vec<TopicSetup>,
 }
 
 /// One recorded exchange.
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     /// Forwarding order.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// Milliseconds since the recording started.
-    pub at_ms: u64,
+    pub(crate) at_ms: u64,
     /// The proxy's connection number.
-    pub conn: u64,
+    pub(crate) conn: u64,
     /// The broker node.
-    pub node: i32,
+    pub(crate) node: i32,
     /// The API.
-    pub api: ApiKey,
+    pub(crate) api: ApiKey,
     /// Its version.
-    pub version: i16,
+    pub(crate) version: i16,
     /// The request frame (header and body, no size prefix).
-    pub request: Vec<u8>,
+    pub(crate) request: Vec<u8>,
     /// The answer frame, if one came.
-    pub response: Option<Vec<u8>>,
+    pub(crate) response: Option<Vec<u8>>,
 }
 
 /// A transcript.
 #[derive(Debug, Clone)]
-pub struct Transcript {
+pub(crate) struct Transcript {
     /// Its name (the file stem).
-    pub name: String,
+    pub(crate) name: String,
     /// What the client did.
-    pub about: String,
+    pub(crate) about: String,
     /// The cluster.
-    pub setup: Setup,
+    pub(crate) setup: Setup,
     /// The exchanges in forwarding order.
-    pub exchanges: Vec<Recorded>,
+    pub(crate) exchanges: Vec<Recorded>,
 }
 
 /// A request or response frame decoded: header and body as Kafka's JSON.
-pub fn decode(api: ApiKey, direction: Direction, version: i16, frame: &[u8]) -> Result<(Value, Value), String> {
+pub(crate) fn decode(
+    api: ApiKey,
+    direction: Direction,
+    version: i16,
+    frame: &[u8],
+) -> Result<(Value, Value), String> {
     let mut bytes = Bytes::copy_from_slice(frame);
     let header = match direction {
         Direction::Request => {
@@ -127,7 +132,7 @@ impl MessageVisitor for ToJson {
 }
 
 /// Renders a transcript as its file's text.
-pub fn render(t: &Transcript) -> Result<String, String> {
+pub(crate) fn render(t: &Transcript) -> Result<String, String> {
     let mut exchanges = Vec::new();
     for x in &t.exchanges {
         let (req_header, req) = decode(x.api, Direction::Request, x.version, &x.request)?;
@@ -174,7 +179,7 @@ pub fn render(t: &Transcript) -> Result<String, String> {
 }
 
 /// Reads a transcript file's text (the hex frames; the decoded parts are ignored).
-pub fn parse(name: &str, text: &str) -> Result<Transcript, String> {
+pub(crate) fn parse(name: &str, text: &str) -> Result<Transcript, String> {
     let doc: Value = serde_json::from_str(text).map_err(|e| format!("{name}: {e}"))?;
     let field = |v: &Value, k: &str| -> Result<i64, String> {
         v[k].as_i64().ok_or_else(|| format!("{name}: {k} missing"))
@@ -229,7 +234,7 @@ pub fn parse(name: &str, text: &str) -> Result<Transcript, String> {
 }
 
 /// Every transcript in `dir`, by file name.
-pub fn load_all(dir: &Path) -> Vec<Transcript> {
+pub(crate) fn load_all(dir: &Path) -> Vec<Transcript> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -238,20 +243,25 @@ pub fn load_all(dir: &Path) -> Vec<Transcript> {
     files
         .iter()
         .map(|p| {
-            let name = p.file_stem().unwrap_or_default().to_string_lossy().to_string();
-            let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let name = p
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            let text =
+                std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             parse(&name, &text).unwrap_or_else(|e| panic!("{e}"))
         })
         .collect()
 }
 
 /// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The bytes of lower- or upper-case hex, `None` if it is not hex.
-pub fn unhex(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
     if text.len() % 2 != 0 {
         return None;
     }

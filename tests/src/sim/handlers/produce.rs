@@ -237,7 +237,10 @@ fn append(
             None => None,
         };
         if expected.is_some_and(|e| e != h.base_sequence) {
-            return (refuse(index, KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER), false);
+            return (
+                refuse(index, KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER),
+                false,
+            );
         }
         state
             .recent
