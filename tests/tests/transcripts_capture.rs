@@ -242,9 +242,10 @@ fn produce(
         ..Default::default()
     };
     let mut out = Vec::new();
-    BatchEncoder::new()
+    let batch = BatchEncoder::new()
         .encode(&opts, records, &mut out)
         .expect("batch");
+    assert_eq!(batch.len, out.len(), "one batch");
     ProduceRequest {
         acks: -1,
         timeout_ms: 30_000,

@@ -205,8 +205,6 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             (id, s.partitions.clone(), true)
         }
     };
-    let changed: std::collections::HashSet<(String, i32)> =
-        asked.iter().map(|(k, _)| k.clone()).collect();
 
     let read_committed = req.isolation_level == 1;
     let mut budget = i64::from(req.max_bytes.max(1));
@@ -262,8 +260,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             || has_records
             || pd.high_watermark != sp.sent_hwm
             || pd.log_start_offset != sp.sent_log_start
-            || pd.diverging_epoch.epoch >= 0
-            || changed.contains(key);
+            || pd.diverging_epoch.epoch >= 0;
         any_records |= has_records;
         any_error |= pd.error_code != 0;
         sp.sent_hwm = pd.high_watermark;
