@@ -146,44 +146,6 @@ fn matches(pattern: &str, path: &[String]) -> bool {
     pattern.len() == path.len() && pattern.iter().zip(path).all(|(p, s)| *p == "*" || p == s)
 }
 
-/// Differences found by this test that the simulator still has (not out of its scope,
-/// just not fixed yet): in `transcript`, answers to `api` at `path`. They are printed,
-/// not failed; each must still occur (a fixed one is then removed from this list).
-const KNOWN_GAPS: &[Gap] = &[
-    Gap {
-        transcript: "group_rebalance",
-        api: ApiKey::ConsumerGroupHeartbeat,
-        path: "",
-        why: "Kafka 4.3 starts a new group at epoch 2 and computes a new target \
-              assignment at most once per assignment interval (the joining member B gets \
-              the current epoch and nothing, A is asked to revoke only about a second \
-              later); the simulator bumps the epoch and recomputes the target at once",
-    },
-    Gap {
-        transcript: "group_rebalance",
-        api: ApiKey::OffsetCommit,
-        path: "",
-        why: "follows from the heartbeat gap: the simulator's member epochs differ, so a \
-              commit at Kafka's epoch is STALE_MEMBER_EPOCH there",
-    },
-    Gap {
-        transcript: "group_rebalance",
-        api: ApiKey::OffsetFetch,
-        path: "",
-        why: "follows from the refused commits above",
-    },
-];
-
-/// A known, not yet fixed difference (see [`KNOWN_GAPS`]).
-struct Gap {
-    /// The transcript ("": any).
-    transcript: &'static str,
-    api: ApiKey,
-    /// A path prefix ("": the whole answer).
-    path: &'static str,
-    why: &'static str,
-}
-
 /// The rig's `group.consumer.session.timeout.ms` and `group.consumer.heartbeat.interval.ms`.
 const RIG_GROUP_SESSION_MS: u64 = 6_000;
 const RIG_GROUP_HEARTBEAT_MS: i32 = 500;
@@ -362,7 +324,7 @@ fn exempt(api: ApiKey, path: &[String]) -> bool {
 
 /// Appends every difference between Kafka's `real` and the simulator's `sim` below
 /// `path` that is not exempt.
-fn diff(api: ApiKey, path: &mut Vec<String>, real: &Value, sim: &Value, out: &mut Vec<Diff>) {
+fn diff(api: ApiKey, path: &mut Vec<String>, real: &Value, sim: &Value, out: &mut Vec<String>) {
     if exempt(api, path) {
         return;
     }
@@ -399,29 +361,12 @@ fn diff(api: ApiKey, path: &mut Vec<String>, real: &Value, sim: &Value, out: &mu
             }
         }
         _ if real == sim => {}
-        _ => out.push(Diff {
-            path: path.join("/"),
-            text: format!("  {}: kafka {real}, sim {sim}", path.join("/")),
-        }),
+        _ => out.push(format!("  {}: kafka {real}, sim {sim}", path.join("/"))),
     }
 }
 
-/// One difference: where, and as a readable line.
-struct Diff {
-    path: String,
-    text: String,
-}
-
-/// The known gap a difference in `t`'s answer to `api` at `path` belongs to.
-fn gap_of(t: &str, api: ApiKey, path: &str) -> Option<usize> {
-    KNOWN_GAPS.iter().position(|g| {
-        (g.transcript.is_empty() || g.transcript == t) && g.api == api && path.starts_with(g.path)
-    })
-}
-
-/// Every non-exempt difference of one transcript outside the known gaps, as readable
-/// lines; `gaps` counts the differences of each known gap.
-fn compare(t: &Transcript, gaps: &mut [usize]) -> Vec<String> {
+/// Every non-exempt difference of one transcript, as readable lines.
+fn compare(t: &Transcript) -> Vec<String> {
     let mut replay = Replay::new(t);
     let mut out = Vec::new();
     for x in &t.exchanges {
@@ -472,16 +417,9 @@ fn compare(t: &Transcript, gaps: &mut [usize]) -> Vec<String> {
         }
         let mut diffs = Vec::new();
         diff(x.api, &mut Vec::new(), &real_json, &sim_json, &mut diffs);
-        let mut lines = Vec::new();
-        for d in diffs {
-            match gap_of(&t.name, x.api, &d.path) {
-                Some(g) => gaps[g] += 1,
-                None => lines.push(d.text),
-            }
-        }
-        if !lines.is_empty() {
+        if !diffs.is_empty() {
             out.push(head);
-            out.extend(lines);
+            out.extend(diffs);
         }
         replay.learn(x, real, &sim);
     }
@@ -507,28 +445,12 @@ fn the_simulator_answers_the_captured_requests_as_kafka_did() {
     }
     let mut failures = Vec::new();
     let mut compared = 0;
-    let mut gaps = vec![0; KNOWN_GAPS.len()];
     for t in &transcripts {
         assert!(!t.exchanges.is_empty(), "{}: empty transcript", t.name);
         compared += t.exchanges.iter().filter(|x| x.response.is_some()).count();
-        failures.extend(compare(t, &mut gaps));
+        failures.extend(compare(t));
     }
     assert!(compared > 50, "only {compared} answers compared");
-    for (g, n) in KNOWN_GAPS.iter().zip(&gaps) {
-        eprintln!(
-            "known gap, {n} differences: {} {}: {}",
-            g.api.name(),
-            g.path,
-            g.why
-        );
-        assert!(
-            *n > 0,
-            "known gap no longer seen, remove it: {} {} ({})",
-            g.api.name(),
-            g.path,
-            g.why
-        );
-    }
     for e in EXEMPT {
         assert!(!e.why.is_empty(), "exemption {} without a reason", e.path);
     }
@@ -549,7 +471,6 @@ fn the_comparison_catches_a_difference_outside_the_exemptions() {
     let sim: Value = serde_json::json!({"throttleTimeMs": 0, "errorCode": 3, "brokers": [{"host": "b", "nodeId": 2}]});
     let mut out = Vec::new();
     diff(ApiKey::Metadata, &mut Vec::new(), &real, &sim, &mut out);
-    let out: Vec<String> = out.into_iter().map(|d| d.text).collect();
     assert_eq!(
         out,
         vec![
