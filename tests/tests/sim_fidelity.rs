@@ -37,12 +37,6 @@ struct Exempt {
 /// field; nothing else is exempt.
 const EXEMPT: &[Exempt] = &[
     Exempt {
-        api: None,
-        path: "throttleTimeMs",
-        why: "quota throttling reflects the broker's load; the simulator throttles only \
-              when a scenario injects it (throttle.rs)",
-    },
-    Exempt {
         api: Some(ApiKey::Metadata),
         path: "clusterId",
         why: "a random id per cluster (the simulator's is \"sim\")",
@@ -308,9 +302,17 @@ fn batch_json(b: &RecordBatch) -> Value {
     Value::Object(m)
 }
 
-/// Whether `path` (segments from the body's root) is exempt for `api`.
-fn exempt(api: ApiKey, path: &[String]) -> bool {
-    EXEMPT.iter().any(|e| {
+/// The differences found: readable lines for those not exempt, and per entry of
+/// [`EXEMPT`] how many it excused.
+#[derive(Default)]
+struct Found {
+    lines: Vec<String>,
+    excused: Vec<usize>,
+}
+
+/// The entry of [`EXEMPT`] that covers `path` (segments from the body's root) for `api`.
+fn exempt(api: ApiKey, path: &[String]) -> Option<usize> {
+    EXEMPT.iter().position(|e| {
         e.api.is_none_or(|a| a == api) && {
             let pattern: Vec<&str> = e.path.split('/').collect();
             pattern.len() <= path.len()
@@ -324,8 +326,12 @@ fn exempt(api: ApiKey, path: &[String]) -> bool {
 
 /// Appends every difference between Kafka's `real` and the simulator's `sim` below
 /// `path` that is not exempt.
-fn diff(api: ApiKey, path: &mut Vec<String>, real: &Value, sim: &Value, out: &mut Vec<String>) {
-    if exempt(api, path) {
+fn diff(api: ApiKey, path: &mut Vec<String>, real: &Value, sim: &Value, out: &mut Found) {
+    if let Some(e) = exempt(api, path) {
+        if real != sim {
+            out.excused.resize(EXEMPT.len(), 0);
+            out.excused[e] += 1;
+        }
         return;
     }
     match (real, sim) {
@@ -361,12 +367,15 @@ fn diff(api: ApiKey, path: &mut Vec<String>, real: &Value, sim: &Value, out: &mu
             }
         }
         _ if real == sim => {}
-        _ => out.push(format!("  {}: kafka {real}, sim {sim}", path.join("/"))),
+        _ => out
+            .lines
+            .push(format!("  {}: kafka {real}, sim {sim}", path.join("/"))),
     }
 }
 
-/// Every non-exempt difference of one transcript, as readable lines.
-fn compare(t: &Transcript) -> Vec<String> {
+/// Every non-exempt difference of one transcript, as readable lines; `excused` counts
+/// the differences each entry of [`EXEMPT`] excused.
+fn compare(t: &Transcript, excused: &mut [usize]) -> Vec<String> {
     let mut replay = Replay::new(t);
     let mut out = Vec::new();
     for x in &t.exchanges {
@@ -415,11 +424,14 @@ fn compare(t: &Transcript) -> Vec<String> {
             show_records(x, real, &mut real_json);
             show_records(x, &sim, &mut sim_json);
         }
-        let mut diffs = Vec::new();
-        diff(x.api, &mut Vec::new(), &real_json, &sim_json, &mut diffs);
-        if !diffs.is_empty() {
+        let mut found = Found::default();
+        diff(x.api, &mut Vec::new(), &real_json, &sim_json, &mut found);
+        for (total, n) in excused.iter_mut().zip(&found.excused) {
+            *total += n;
+        }
+        if !found.lines.is_empty() {
             out.push(head);
-            out.extend(diffs);
+            out.extend(found.lines);
         }
         replay.learn(x, real, &sim);
     }
@@ -445,15 +457,22 @@ fn the_simulator_answers_the_captured_requests_as_kafka_did() {
     }
     let mut failures = Vec::new();
     let mut compared = 0;
+    let mut excused = vec![0; EXEMPT.len()];
     for t in &transcripts {
         assert!(!t.exchanges.is_empty(), "{}: empty transcript", t.name);
         compared += t.exchanges.iter().filter(|x| x.response.is_some()).count();
-        failures.extend(compare(t));
+        failures.extend(compare(t, &mut excused));
     }
     assert!(compared > 50, "only {compared} answers compared");
-    for e in EXEMPT {
+    let mut idle = Vec::new();
+    for (e, n) in EXEMPT.iter().zip(&excused) {
         assert!(!e.why.is_empty(), "exemption {} without a reason", e.path);
+        if *n == 0 {
+            idle.push(format!("{:?} {}", e.api, e.path));
+        }
     }
+    // An exemption nothing needs any more is removed, so the list stays the truth.
+    assert!(idle.is_empty(), "exemptions that excused nothing: {idle:?}");
     for u in UNORDERED {
         assert!(!u.why.is_empty(), "unordered {} without a reason", u.path);
     }
@@ -467,12 +486,15 @@ fn the_simulator_answers_the_captured_requests_as_kafka_did() {
 
 #[test]
 fn the_comparison_catches_a_difference_outside_the_exemptions() {
-    let real: Value = serde_json::json!({"throttleTimeMs": 5, "errorCode": 0, "brokers": [{"host": "a", "nodeId": 1}]});
-    let sim: Value = serde_json::json!({"throttleTimeMs": 0, "errorCode": 3, "brokers": [{"host": "b", "nodeId": 2}]});
-    let mut out = Vec::new();
+    let real: Value = serde_json::json!({"clusterId": "x", "errorCode": 0, "brokers": [{"host": "a", "nodeId": 1}]});
+    let sim: Value = serde_json::json!({"clusterId": "y", "errorCode": 3, "brokers": [{"host": "b", "nodeId": 2}]});
+    let mut out = Found::default();
     diff(ApiKey::Metadata, &mut Vec::new(), &real, &sim, &mut out);
+    let cluster_id = EXEMPT.iter().position(|e| e.path == "clusterId");
+    assert_eq!(out.excused.iter().sum::<usize>(), 2, "cluster id and host");
+    assert_eq!(cluster_id.map(|i| out.excused[i]), Some(1));
     assert_eq!(
-        out,
+        out.lines,
         vec![
             "  brokers/0/nodeId: kafka 1, sim 2".to_string(),
             "  errorCode: kafka 0, sim 3".to_string(),
