@@ -622,3 +622,48 @@ fn producer_delivers_through_resets_and_the_fake_broker_sees_the_resends() {
         broker.records()
     );
 }
+
+#[test]
+fn recording_keeps_each_request_and_the_brokers_own_answer() {
+    let (b1, _b2, proxy) = setup();
+    let mut c = Client::connect(proxy.addr(1).unwrap(), Duration::from_secs(5));
+    c.metadata().expect("before recording");
+    proxy.start_recording();
+    let seen = c.metadata().expect("recorded");
+    let mut c2 = Client::connect(proxy.addr(2).unwrap(), Duration::from_secs(5));
+    c2.metadata().expect("recorded on node 2");
+    let got = proxy.take_recording();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        got.iter().map(|x| (x.seq, x.node)).collect::<Vec<_>>(),
+        vec![(0, 1), (1, 2)]
+    );
+    assert_ne!(got[0].conn, got[1].conn);
+    let max = ApiKey::Metadata.versions().max;
+    // The request as the client wrote it: header (api key, version, correlation id 2).
+    let mut sent = Vec::new();
+    write_request(
+        &mut sent,
+        max,
+        2,
+        Some("fp-test"),
+        &MetadataRequest::default(),
+    )
+    .unwrap();
+    assert_eq!(got[0].request, sent[4..]);
+    // The answer as the broker wrote it, before the proxy pointed it at itself.
+    let (corr, answer) =
+        read_response::<MetadataRequest>(Bytes::from(got[0].response.clone().unwrap()), max)
+            .expect("decodes");
+    let broker_port: i32 = b1.addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    assert_eq!((corr, answer.brokers[0].port), (2, broker_port));
+    assert_ne!(
+        seen.brokers[0].port, broker_port,
+        "the client saw the rewrite"
+    );
+    c.metadata().expect("after recording");
+    assert!(
+        proxy.take_recording().is_empty(),
+        "nothing recorded after the take"
+    );
+}

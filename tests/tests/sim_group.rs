@@ -89,7 +89,7 @@ impl Judge {
                 "seed {seed}: the coordinator gave {tp:?} to {holders:?}"
             );
         }
-        for (k, &o) in &w.cluster.txn.group_offsets {
+        for (k, &(o, _)) in &w.cluster.txn.group_offsets {
             let old = self.committed.insert(k.clone(), o);
             assert!(
                 old.is_none_or(|old| old <= o),

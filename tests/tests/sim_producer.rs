@@ -148,8 +148,9 @@ fn produce_faults(f: NetFaults) -> impl Fn(&mut World) {
     }
 }
 
-/// F4: the broker appends a batch and the answer is lost; the retry is answered
-/// DUPLICATE_SEQUENCE_NUMBER and counts as delivered, never as a second copy.
+/// F4: the broker appends a batch and the answer is lost; the retry is recognized as a
+/// duplicate (answered as Kafka 4.x does: no error, the original offset) and counts as
+/// delivered, never as a second copy.
 #[test]
 fn f4_lost_produce_answers_are_retried_without_duplicates() {
     let s = sweep(

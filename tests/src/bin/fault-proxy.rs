@@ -6,12 +6,15 @@
 //! of `delay:50ms`, `bandwidth:1000000`, `blackhole`, `halfopen`,
 //! `reset-after:produce:10`, `reset-before:fetch:5` (`any` for every API). Prints the
 //! listeners, then reads commands from stdin: `set SPEC`, `set NODE SPEC`, `clear`,
-//! `reset` (cuts every connection), `stats`, `log`, `quit`. Without stdin it runs until
-//! killed.
+//! `reset` (cuts every connection), `stats`, `log`, `record` (start recording every
+//! exchange), `save FILE` (write what was recorded since `record` as JSON lines: `seq`,
+//! `atMs`, `conn`, `node`, `requestHex`, `responseHex` — the raw frames of the
+//! transcripts in `vectors/transcripts/`, which `transcripts_capture.rs` writes decoded),
+//! `quit`. Without stdin it runs until killed.
 
 use std::io::BufRead;
 
-use kafka_tests::fault_proxy::{Fault, FaultProxy};
+use kafka_tests::fault_proxy::{Exchange, Fault, FaultProxy};
 
 const USAGE: &str = "usage: fault-proxy --node ID=HOST:PORT [--node ...] [--fault SPEC]\n  \
     SPEC: delay:50ms | bandwidth:1000000 | blackhole | halfopen | \
@@ -58,15 +61,45 @@ fn main() {
             ["reset"] => proxy.reset_all(),
             ["stats"] => println!("{:?}", proxy.stats()),
             ["log"] => proxy.log().iter().for_each(|e| println!("{e}")),
+            ["record"] => proxy.start_recording(),
+            ["save", file] => match std::fs::write(file, json_lines(&proxy.take_recording())) {
+                Ok(()) => println!("saved {file}"),
+                Err(e) => eprintln!("{file}: {e}"),
+            },
             ["quit"] => return,
             [] => {}
-            _ => eprintln!("commands: set [NODE] SPEC | clear | reset | stats | log | quit"),
+            _ => eprintln!(
+                "commands: set [NODE] SPEC | clear | reset | stats | log | record | save FILE | quit"
+            ),
         }
     }
     // Stdin closed (e.g. started in the background): serve until killed.
     loop {
         std::thread::park();
     }
+}
+
+/// A recording as JSON lines, one exchange a line.
+fn json_lines(exchanges: &[Exchange]) -> String {
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    exchanges
+        .iter()
+        .map(|x| {
+            let response = x
+                .response
+                .as_deref()
+                .map_or("null".to_string(), |r| format!("\"{}\"", hex(r)));
+            format!(
+                "{{\"seq\":{},\"atMs\":{},\"conn\":{},\"node\":{},\"requestHex\":\"{}\",\"responseHex\":{}}}\n",
+                x.seq,
+                x.at.as_millis(),
+                x.conn,
+                x.node,
+                hex(&x.request),
+                response
+            )
+        })
+        .collect()
 }
 
 /// The `--node` upstreams and the `--fault`, if given.

@@ -18,6 +18,10 @@
 //! One fault is in effect per node at a time: the node's own ([`FaultProxy::set_for`])
 //! if it has one, else the proxy-wide one ([`FaultProxy::set`]). Every fault fired is
 //! counted in [`Stats`] and written to the schedule ([`FaultProxy::log`]).
+//!
+//! Between [`FaultProxy::start_recording`] and [`FaultProxy::take_recording`] it also
+//! keeps every request it forwards and the broker's answer (`record.rs`): the capture of
+//! the transcripts in `vectors/transcripts/`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -37,7 +41,10 @@ use kafka_core::protocol::messages::response_header::ResponseHeader;
 use kafka_core::protocol::{ApiKey, Decodable, Encodable, Message};
 
 mod pump;
+mod record;
 use pump::{accept_loop, Conn, Pacer};
+pub use record::Exchange;
+use record::Recording;
 
 /// Frames larger than this end the connection (a broker's default is 100 MiB).
 const MAX_FRAME: usize = 512 << 20;
@@ -257,6 +264,7 @@ impl FaultProxy {
             next_conn: AtomicU64::new(1),
             counters: Counters::default(),
             log: Mutex::new(Vec::new()),
+            recording: Mutex::new(None),
         });
         let mut listeners = Vec::new();
         let mut accept_threads = Vec::new();
@@ -347,6 +355,20 @@ impl FaultProxy {
         self.shared.counters.snapshot()
     }
 
+    /// Starts recording every exchange from now on (see [`Exchange`]); a recording
+    /// already running is discarded.
+    pub fn start_recording(&self) {
+        *lock(&self.shared.recording) = Some(Recording::new());
+    }
+
+    /// Stops recording and returns the exchanges in the order their requests were
+    /// forwarded (empty if no recording ran).
+    pub fn take_recording(&self) -> Vec<Exchange> {
+        lock(&self.shared.recording)
+            .take()
+            .map_or_else(Vec::new, Recording::finish)
+    }
+
     /// The fault schedule so far: faults set and cleared, connections, and every fault
     /// that fired, in order.
     pub fn log(&self) -> Vec<Event> {
@@ -397,6 +419,8 @@ struct Shared {
     next_conn: AtomicU64,
     counters: Counters,
     log: Mutex<Vec<Event>>,
+    /// The recording in progress, if any.
+    recording: Mutex<Option<Recording>>,
 }
 
 #[derive(Default)]
@@ -481,6 +505,13 @@ impl Shape {
 }
 
 impl Shared {
+    /// Records a request about to be forwarded, if a recording runs.
+    fn record_request(&self, conn: &Conn, corr: i32, frame: &[u8]) {
+        if let Some(r) = lock(&self.recording).as_mut() {
+            r.request(conn.id, conn.node, corr, frame);
+        }
+    }
+
     fn record(&self, conn: Option<u64>, node: Option<i32>, what: String) {
         let mut log = lock(&self.log);
         if log.len() < LOG_CAP {

@@ -31,8 +31,8 @@ impl Pacer {
 /// One proxied connection: the client socket, its upstream socket, and the requests
 /// in flight on it.
 pub(super) struct Conn {
-    id: u64,
-    node: i32,
+    pub(super) id: u64,
+    pub(super) node: i32,
     client: TcpStream,
     upstream: TcpStream,
     /// Correlation id → (API key, version) of requests forwarded and not yet answered.
@@ -194,6 +194,7 @@ fn requests(shared: &Shared, conn: &Conn, mut client: TcpStream, mut upstream: T
             }
             OnRequest::Forward(shape) => {
                 lock(&conn.inflight).insert(corr, (api_key, version));
+                shared.record_request(conn, corr, &frame);
                 if !shared.forward(&mut upstream, &frame, shape, &mut pace) {
                     break;
                 }
@@ -204,6 +205,7 @@ fn requests(shared: &Shared, conn: &Conn, mut client: TcpStream, mut upstream: T
             }
             OnRequest::ForwardThenReset(shape) => {
                 lock(&conn.inflight).insert(corr, (api_key, version));
+                shared.record_request(conn, corr, &frame);
                 *lock(&conn.last_answer) = Some(corr);
                 // Before the forward, not just before the shutdown below: the broker can
                 // answer as soon as the request is written, and `responses` must drop
@@ -250,6 +252,9 @@ fn responses(shared: &Shared, conn: &Conn, mut upstream: TcpStream, mut client: 
         }
         let corr = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
         let request = lock(&conn.inflight).remove(&corr);
+        if let Some(r) = lock(&shared.recording).as_mut() {
+            r.response(conn.id, corr, &frame);
+        }
         let what = match request.and_then(|(k, v)| Some((ApiKey::from_i16(k)?, v))) {
             Some((key, v)) => format!("{} v{v} corr {corr}", key.name()),
             None => format!("corr {corr} (request not seen)"),

@@ -111,7 +111,8 @@ pub struct Counters {
     pub requests: BTreeMap<&'static str, u64>,
     /// Batches appended.
     pub batches_appended: u64,
-    /// Batches answered DUPLICATE_SEQUENCE_NUMBER.
+    /// Batches recognized as duplicates (answered with the original offset, as Kafka
+    /// 4.x answers them: no error).
     pub duplicates_refused: u64,
     /// Answers with an error code, by code.
     pub errors: BTreeMap<i16, u64>,

@@ -6,8 +6,12 @@
 //! (`TxnCoordinator::group_offsets`), shared with transactional commits.
 //!
 //! The rules followed (Kafka's `GroupMetadataManager` and `CurrentAssignmentBuilder`):
-//! - a join (epoch 0), a leave (epoch -1), a member removed after its session timeout
-//!   and a change of subscription bump the group epoch and recompute the target;
+//! - a new group starts at epoch 1; a join (epoch 0), a leave (epoch -1), a member
+//!   removed after its session timeout and a change of subscription bump the group
+//!   epoch; the target is recomputed for it on a heartbeat, at most once per
+//!   `assignment_interval_ms` (Kafka 4.3's `group.consumer.assignment.interval.ms`, 1 s;
+//!   a group's first target at once), and members move to the target's epoch — a member
+//!   joining in between gets the current target epoch and nothing yet;
 //! - a member that owns partitions its new target lacks keeps its epoch and is sent its
 //!   assignment without them (to revoke); only when a heartbeat no longer lists them as
 //!   owned does it move to the target epoch;
@@ -51,14 +55,32 @@ pub struct GroupMember {
 }
 
 /// One consumer group.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ConsumerGroup {
-    /// Bumped at every membership or subscription change.
+    /// Bumped at every membership or subscription change (a new group starts at 1, as
+    /// Kafka 4.3's, so its first member joins at 2).
     pub epoch: i32,
     /// Members by member id.
     pub members: BTreeMap<String, GroupMember>,
-    /// The target assignment (of [`epoch`](Self::epoch)) per member.
+    /// The target assignment per member, computed for group epoch
+    /// [`target_epoch`](Self::target_epoch).
     pub target: BTreeMap<String, BTreeSet<Tp>>,
+    /// The group epoch the target was computed for; members reconcile towards it.
+    pub target_epoch: i32,
+    /// When the target was last computed (ms of virtual time; `None`: never).
+    pub assigned_at_ms: Option<u64>,
+}
+
+impl Default for ConsumerGroup {
+    fn default() -> Self {
+        ConsumerGroup {
+            epoch: 1,
+            members: BTreeMap::new(),
+            target: BTreeMap::new(),
+            target_epoch: 1,
+            assigned_at_ms: None,
+        }
+    }
 }
 
 /// What the group coordinator counted.
@@ -90,8 +112,11 @@ pub struct GroupCoordinator {
     pub groups: BTreeMap<String, ConsumerGroup>,
     /// `group.consumer.session.timeout.ms`.
     pub session_timeout_ms: u64,
-    /// `group.consumer.heartbeat.interval.ms`, sent in every answer.
+    /// `group.consumer.heartbeat.interval.ms`, sent in every answer but a leave's.
     pub heartbeat_interval_ms: i32,
+    /// `group.consumer.assignment.interval.ms` (Kafka 4.3, default 1 s): the least time
+    /// between two target assignments of a group.
+    pub assignment_interval_ms: u64,
     /// Counters.
     pub counters: GroupCounters,
     /// Coordinator moves seen (a new coordinator restarts every session).
@@ -104,6 +129,7 @@ impl Default for GroupCoordinator {
             groups: BTreeMap::new(),
             session_timeout_ms: 45_000,
             heartbeat_interval_ms: 5_000,
+            assignment_interval_ms: 1_000,
             counters: GroupCounters::default(),
             moves_seen: 0,
         }
@@ -149,7 +175,7 @@ impl GroupCoordinator {
             -1 | -2 => {
                 if g.members.remove(&beat.member_id).is_some() {
                     self.counters.leaves += 1;
-                    g.rebalance(partitions);
+                    g.epoch += 1;
                 }
                 return Ok(BeatAnswer {
                     epoch: beat.epoch,
@@ -168,7 +194,7 @@ impl GroupCoordinator {
                         ..Default::default()
                     },
                 );
-                g.rebalance(partitions);
+                g.epoch += 1;
             }
             e => {
                 let Some(m) = g.members.get(&beat.member_id) else {
@@ -187,11 +213,12 @@ impl GroupCoordinator {
                 if let Some(topics) = &beat.topics {
                     if *topics != m.topics {
                         g.members.get_mut(&beat.member_id).expect("known").topics = topics.clone();
-                        g.rebalance(partitions);
+                        g.epoch += 1;
                     }
                 }
             }
         }
+        g.maybe_assign(now_ms, self.assignment_interval_ms, partitions);
         let m = g.members.get_mut(&beat.member_id).expect("a member");
         m.last_seen_ms = now_ms;
         if let Some(o) = &beat.owned {
@@ -231,7 +258,7 @@ impl GroupCoordinator {
     /// Removes members whose session expired by `now_ms`; `moves` is the transaction
     /// coordinator's count of coordinator moves: a move restarts every session (the new
     /// coordinator has heard from nobody yet).
-    pub fn advance(&mut self, now_ms: u64, moves: u64, partitions: &dyn Fn(&str) -> Option<i32>) {
+    pub fn advance(&mut self, now_ms: u64, moves: u64) {
         let restart = moves != self.moves_seen;
         self.moves_seen = moves;
         let session = self.session_timeout_ms;
@@ -246,7 +273,7 @@ impl GroupCoordinator {
             let gone = before - g.members.len();
             if gone > 0 {
                 self.counters.expired += gone as u64;
-                g.rebalance(partitions);
+                g.epoch += 1;
             }
         }
     }
@@ -276,10 +303,27 @@ impl GroupCoordinator {
 }
 
 impl ConsumerGroup {
-    /// A new group epoch and its target: for each subscribed topic, its partitions split
-    /// in contiguous ranges over the members subscribed to it, sorted by member id.
-    fn rebalance(&mut self, partitions: &dyn Fn(&str) -> Option<i32>) {
-        self.epoch += 1;
+    /// A new target for the group epoch if the target lags it and the last one is at
+    /// least `interval_ms` old (Kafka 4.3's assignment interval; the first is at once).
+    fn maybe_assign(
+        &mut self,
+        now_ms: u64,
+        interval_ms: u64,
+        partitions: &dyn Fn(&str) -> Option<i32>,
+    ) {
+        let due = self
+            .assigned_at_ms
+            .is_none_or(|at| now_ms >= at + interval_ms);
+        if self.target_epoch < self.epoch && due {
+            self.assign(partitions);
+            self.target_epoch = self.epoch;
+            self.assigned_at_ms = Some(now_ms);
+        }
+    }
+
+    /// The target: for each subscribed topic, its partitions split in contiguous ranges
+    /// over the members subscribed to it, sorted by member id.
+    fn assign(&mut self, partitions: &dyn Fn(&str) -> Option<i32>) {
         self.target = self
             .members
             .keys()
@@ -311,7 +355,7 @@ impl ConsumerGroup {
     /// Moves member `id` towards its target; true when it finished a revocation.
     fn reconcile(&mut self, id: &str) -> bool {
         let target = self.target.get(id).cloned().unwrap_or_default();
-        let group_epoch = self.epoch;
+        let group_epoch = self.target_epoch;
         // Partitions another member holds: assigned to it, or still being revoked.
         let others: BTreeSet<Tp> = self
             .members
@@ -362,8 +406,17 @@ mod tests {
         ps.iter().map(|p| ("t".to_string(), *p)).collect()
     }
 
-    fn beat(
+    /// A coordinator that assigns at every heartbeat (no assignment interval).
+    fn eager() -> GroupCoordinator {
+        GroupCoordinator {
+            assignment_interval_ms: 0,
+            ..Default::default()
+        }
+    }
+
+    fn beat_at(
         c: &mut GroupCoordinator,
+        now_ms: u64,
         id: &str,
         epoch: i32,
         owned: &[i32],
@@ -374,32 +427,61 @@ mod tests {
             topics: Some(["t".to_string()].into()),
             owned: Some(tps(owned)),
         };
-        c.heartbeat("g", &b, 0, false, &parts)
+        c.heartbeat("g", &b, now_ms, false, &parts)
+    }
+
+    fn beat(
+        c: &mut GroupCoordinator,
+        id: &str,
+        epoch: i32,
+        owned: &[i32],
+    ) -> Result<BeatAnswer, KafkaCode> {
+        beat_at(c, 0, id, epoch, owned)
     }
 
     #[test]
     fn a_partition_moves_only_after_its_owner_stops_listing_it() {
-        let mut c = GroupCoordinator::default();
+        let mut c = eager();
         let a = beat(&mut c, "a", 0, &[]).unwrap();
-        assert_eq!((a.epoch, a.assignment), (1, Some(tps(&[0, 1, 2, 3, 4, 5]))));
+        assert_eq!((a.epoch, a.assignment), (2, Some(tps(&[0, 1, 2, 3, 4, 5]))));
         // b joins: the target splits, but a still owns 3..5.
         let b = beat(&mut c, "b", 0, &[]).unwrap();
-        assert_eq!((b.epoch, b.assignment), (2, Some(tps(&[]))));
+        assert_eq!((b.epoch, b.assignment), (3, Some(tps(&[]))));
         // a is told to give 3..5 up and keeps its epoch until it does.
-        let a = beat(&mut c, "a", 1, &[0, 1, 2, 3, 4, 5]).unwrap();
-        assert_eq!((a.epoch, a.assignment), (1, Some(tps(&[0, 1, 2]))));
-        let b = beat(&mut c, "b", 2, &[]).unwrap();
+        let a = beat(&mut c, "a", 2, &[0, 1, 2, 3, 4, 5]).unwrap();
+        assert_eq!((a.epoch, a.assignment), (2, Some(tps(&[0, 1, 2]))));
+        let b = beat(&mut c, "b", 3, &[]).unwrap();
         assert_eq!(b.assignment, None, "nothing released yet");
-        let a = beat(&mut c, "a", 1, &[0, 1, 2]).unwrap();
-        assert_eq!((a.epoch, a.assignment), (2, None));
-        let b = beat(&mut c, "b", 2, &[]).unwrap();
+        let a = beat(&mut c, "a", 2, &[0, 1, 2]).unwrap();
+        assert_eq!((a.epoch, a.assignment), (3, None));
+        let b = beat(&mut c, "b", 3, &[]).unwrap();
         assert_eq!(b.assignment, Some(tps(&[3, 4, 5])));
         assert!(c.holders("g").values().all(|h| h.len() == 1));
     }
 
     #[test]
-    fn stale_epochs_are_fenced_and_a_lost_answer_is_forgiven() {
+    fn a_new_target_waits_for_the_assignment_interval() {
+        // As Kafka 4.3 (vectors/transcripts/group_rebalance.json): the first target at
+        // once, a joiner then gets the current target epoch and nothing, and the owner
+        // is asked to revoke only once the interval since the last target has passed.
         let mut c = GroupCoordinator::default();
+        let a = beat_at(&mut c, 0, "a", 0, &[]).unwrap();
+        assert_eq!((a.epoch, a.assignment), (2, Some(tps(&[0, 1, 2, 3, 4, 5]))));
+        let b = beat_at(&mut c, 200, "b", 0, &[]).unwrap();
+        assert_eq!((b.epoch, b.assignment), (2, Some(tps(&[]))));
+        let a = beat_at(&mut c, 999, "a", 2, &[0, 1, 2, 3, 4, 5]).unwrap();
+        assert_eq!((a.epoch, a.assignment), (2, None), "no new target yet");
+        let a = beat_at(&mut c, 1_000, "a", 2, &[0, 1, 2, 3, 4, 5]).unwrap();
+        assert_eq!((a.epoch, a.assignment), (2, Some(tps(&[0, 1, 2]))));
+        let a = beat_at(&mut c, 1_100, "a", 2, &[0, 1, 2]).unwrap();
+        assert_eq!(a.epoch, 3);
+        let b = beat_at(&mut c, 1_200, "b", 2, &[]).unwrap();
+        assert_eq!((b.epoch, b.assignment), (3, Some(tps(&[3, 4, 5]))));
+    }
+
+    #[test]
+    fn stale_epochs_are_fenced_and_a_lost_answer_is_forgiven() {
+        let mut c = eager();
         beat(&mut c, "a", 0, &[]).unwrap();
         beat(&mut c, "b", 0, &[]).unwrap();
         assert_eq!(beat(&mut c, "x", 3, &[]), Err(KafkaCode::UNKNOWN_MEMBER_ID));
@@ -407,34 +489,34 @@ mod tests {
             beat(&mut c, "b", 7, &[]),
             Err(KafkaCode::FENCED_MEMBER_EPOCH)
         );
-        // a acknowledges 0..2 and moves to epoch 2; the answer is lost, it retries at 1.
-        beat(&mut c, "a", 1, &[0, 1, 2]).unwrap();
-        assert_eq!(beat(&mut c, "a", 1, &[0, 1, 2]).map(|a| a.epoch), Ok(2));
+        // a acknowledges 0..2 and moves to epoch 3; the answer is lost, it retries at 2.
+        beat(&mut c, "a", 2, &[0, 1, 2]).unwrap();
+        assert_eq!(beat(&mut c, "a", 2, &[0, 1, 2]).map(|a| a.epoch), Ok(3));
         // ... but not while listing partitions it no longer has.
         assert_eq!(
-            beat(&mut c, "a", 1, &[0, 1, 2, 3]),
+            beat(&mut c, "a", 2, &[0, 1, 2, 3]),
             Err(KafkaCode::FENCED_MEMBER_EPOCH)
         );
         assert_eq!(
-            c.check_member("g", "a", 1),
+            c.check_member("g", "a", 2),
             Err(KafkaCode::STALE_MEMBER_EPOCH)
         );
-        assert_eq!(c.check_member("g", "a", 2), Ok(()));
+        assert_eq!(c.check_member("g", "a", 3), Ok(()));
         assert_eq!(
-            c.check_member("g", "z", 2),
+            c.check_member("g", "z", 3),
             Err(KafkaCode::UNKNOWN_MEMBER_ID)
         );
     }
 
     #[test]
     fn a_silent_member_expires_and_its_partitions_move() {
-        let mut c = GroupCoordinator::default();
+        let mut c = eager();
         beat(&mut c, "a", 0, &[]).unwrap();
-        c.advance(44_999, 0, &parts);
+        c.advance(44_999, 0);
         assert_eq!(c.groups["g"].members.len(), 1);
         assert_eq!(c.next_due_ms(), Some(45_000));
-        c.advance(45_000, 0, &parts);
+        c.advance(45_000, 0);
         assert!(c.groups["g"].members.is_empty());
-        assert_eq!((c.counters.expired, c.groups["g"].epoch), (1, 2));
+        assert_eq!((c.counters.expired, c.groups["g"].epoch), (1, 3));
     }
 }

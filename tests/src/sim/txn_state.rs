@@ -65,8 +65,9 @@ pub struct TxnEntry {
     pub partitions: BTreeSet<(String, i32)>,
     /// Groups in the transaction.
     pub groups: BTreeSet<String>,
-    /// Offsets staged by TxnOffsetCommit: `(group, topic, partition)` → offset.
-    pub staged: BTreeMap<(String, String, i32), i64>,
+    /// Offsets staged by TxnOffsetCommit: `(group, topic, partition)` → (offset, leader
+    /// epoch).
+    pub staged: BTreeMap<(String, String, i32), (i64, i32)>,
     /// When the open transaction started (ms of virtual time).
     pub started_ms: u64,
     /// When the markers of a Prepare* state are written.
@@ -166,7 +167,7 @@ pub struct TxnCoordinator {
     /// Per `(topic, partition)`: open and aborted transactions.
     pub logs: BTreeMap<(String, i32), PartTxns>,
     /// Committed offsets: `(group, topic, partition)` → offset.
-    pub group_offsets: BTreeMap<(String, String, i32), i64>,
+    pub group_offsets: BTreeMap<(String, String, i32), (i64, i32)>,
     /// Faults.
     pub faults: CoordFaults,
     /// Whether the injected faults fire (cleared to heal).
@@ -441,6 +442,18 @@ impl TxnCoordinator {
 
     /// The committed offset of `group` for `topic`/`partition`.
     pub fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
+        self.committed_with_epoch(group, topic, partition)
+            .map(|(o, _)| o)
+    }
+
+    /// The committed offset of `group` for `topic`/`partition` with the leader epoch
+    /// committed with it (-1: none given).
+    pub fn committed_with_epoch(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<(i64, i32)> {
         self.group_offsets
             .get(&(group.to_string(), topic.to_string(), partition))
             .copied()
@@ -499,10 +512,8 @@ impl SimCluster {
         for id in due {
             self.write_markers(&id);
         }
-        let topics = &self.topics;
-        let partitions = |t: &str| topics.get(t).map(|t| t.partitions.len() as i32);
         self.groups
-            .advance(self.txn.now_ms, self.txn.counters.moves, &partitions);
+            .advance(self.txn.now_ms, self.txn.counters.moves);
     }
 
     /// The running broker coordinating `key` (a transactional id or a group id).

@@ -102,7 +102,12 @@ fn beat(
     Ok(ConsumerGroupHeartbeatResponse {
         member_id: Some(req.member_id.clone()),
         member_epoch: out.epoch,
-        heartbeat_interval_ms: cluster.groups.heartbeat_interval_ms,
+        // A leave is answered with no interval (as Kafka): there is no next heartbeat.
+        heartbeat_interval_ms: if out.epoch < 0 {
+            0
+        } else {
+            cluster.groups.heartbeat_interval_ms
+        },
         assignment,
         ..Default::default()
     })

@@ -205,8 +205,6 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             (id, s.partitions.clone(), true)
         }
     };
-    let changed: std::collections::HashSet<(String, i32)> =
-        asked.iter().map(|(k, _)| k.clone()).collect();
 
     let read_committed = req.isolation_level == 1;
     let mut budget = i64::from(req.max_bytes.max(1));
@@ -223,6 +221,10 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             None => PartitionData {
                 partition_index: *index,
                 error_code: KafkaCode::UNKNOWN_TOPIC_OR_PARTITION.0,
+                high_watermark: -1,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                aborted_transactions: None,
                 ..Default::default()
             },
             Some(part) => {
@@ -258,15 +260,14 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             || has_records
             || pd.high_watermark != sp.sent_hwm
             || pd.log_start_offset != sp.sent_log_start
-            || pd.diverging_epoch.epoch >= 0
-            || changed.contains(key);
+            || pd.diverging_epoch.epoch >= 0;
         any_records |= has_records;
         any_error |= pd.error_code != 0;
         sp.sent_hwm = pd.high_watermark;
         sp.sent_log_start = pd.log_start_offset;
         if !incremental || news {
             let mut pd = pd;
-            if read_committed && pd.aborted_transactions.is_none() {
+            if read_committed && pd.error_code == 0 && pd.aborted_transactions.is_none() {
                 pd.aborted_transactions = Some(Vec::new());
             }
             topics.entry(name.clone()).or_default().push(pd);
@@ -304,6 +305,10 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Answer {
             topic_id: id,
             partitions: vec![PartitionData {
                 error_code: KafkaCode::UNKNOWN_TOPIC_ID.0,
+                high_watermark: -1,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                aborted_transactions: None,
                 ..Default::default()
             }],
             ..Default::default()
@@ -342,6 +347,8 @@ fn read(
         high_watermark: part.next_offset,
         last_stable_offset: part.next_offset,
         log_start_offset: part.log_start,
+        // Kafka sends none to read_uncommitted readers (read_committed: set by the caller).
+        aborted_transactions: None,
         ..Default::default()
     };
     let code = if part.leader != node {
@@ -356,12 +363,24 @@ fn read(
         None
     };
     if let Some(code) = code {
+        // As Kafka: no offsets in an error answer, the leader only where it moved.
+        let moved = matches!(
+            code,
+            KafkaCode::NOT_LEADER_OR_FOLLOWER | KafkaCode::FENCED_LEADER_EPOCH
+        );
         let pd = PartitionData {
             error_code: code.0,
-            current_leader: LeaderIdAndEpoch {
-                leader_id: part.leader,
-                leader_epoch: part.leader_epoch,
-                ..Default::default()
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            current_leader: if moved {
+                LeaderIdAndEpoch {
+                    leader_id: part.leader,
+                    leader_epoch: part.leader_epoch,
+                    ..Default::default()
+                }
+            } else {
+                LeaderIdAndEpoch::default()
             },
             ..base
         };

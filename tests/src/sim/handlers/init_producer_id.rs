@@ -41,7 +41,7 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
                 Some(&e) if req.producer_id >= 0 => (req.producer_id, e + 1),
                 _ => {
                     cluster.next_producer_id += 1;
-                    (cluster.next_producer_id, 0)
+                    (cluster.next_producer_id - 1, 0)
                 }
             };
             cluster.producer_ids.insert(id, epoch);
@@ -69,7 +69,7 @@ fn transactional(
     if !cluster.txn.ids.contains_key(id) {
         cluster.next_producer_id += 1;
         let entry = TxnEntry {
-            pid: cluster.next_producer_id,
+            pid: cluster.next_producer_id - 1,
             epoch: -1,
             last_epoch: -1,
             timeout_ms: 60_000,

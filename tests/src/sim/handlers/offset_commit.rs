@@ -47,8 +47,9 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
                 (None, 0) => KafkaCode::UNKNOWN_TOPIC_ID.0,
                 (Some(name), 0) => {
                     let key = (group.to_string(), name.clone(), p.partition_index);
-                    let old = cluster.txn.group_offsets.insert(key, p.committed_offset);
-                    if old.is_some_and(|o| o > p.committed_offset) {
+                    let committed = (p.committed_offset, p.committed_leader_epoch);
+                    let old = cluster.txn.group_offsets.insert(key, committed);
+                    if old.is_some_and(|(o, _)| o > p.committed_offset) {
                         cluster.groups.counters.commits_backwards += 1;
                     }
                     0

@@ -18,8 +18,8 @@ use super::super::cluster::SimCluster;
 use super::super::txn_state::Phase;
 use super::super::wire::{answer, Frame};
 
-/// `(topic, [(partition, offset, code)])` of one group.
-type Fetched = Vec<(String, Vec<(i32, i64, i16)>)>;
+/// `(topic, [(partition, (offset, leader epoch), code)])` of one group.
+type Fetched = Vec<(String, Vec<(i32, (i64, i32), i16)>)>;
 
 /// The answer to `frame` arriving at `node`.
 pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
@@ -56,10 +56,10 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
                             name,
                             partitions: ps
                                 .into_iter()
-                                .map(|(p, o, c)| OffsetFetchResponsePartitions {
+                                .map(|(p, (o, e), c)| OffsetFetchResponsePartitions {
                                     partition_index: p,
                                     committed_offset: o,
-                                    committed_leader_epoch: -1,
+                                    committed_leader_epoch: e,
                                     metadata: Some(String::new()),
                                     error_code: c,
                                     ..Default::default()
@@ -91,10 +91,10 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
                     name,
                     partitions: ps
                         .into_iter()
-                        .map(|(p, o, c)| OffsetFetchResponsePartition {
+                        .map(|(p, (o, e), c)| OffsetFetchResponsePartition {
                             partition_index: p,
                             committed_offset: o,
-                            committed_leader_epoch: -1,
+                            committed_leader_epoch: e,
                             metadata: Some(String::new()),
                             error_code: c,
                             ..Default::default()
@@ -154,9 +154,13 @@ fn fetch(
                 .map(|p| {
                     if stable && pending(&t, p) {
                         unstable += 1;
-                        (p, -1, KafkaCode::UNSTABLE_OFFSET_COMMIT.0)
+                        (p, (-1, -1), KafkaCode::UNSTABLE_OFFSET_COMMIT.0)
                     } else {
-                        (p, txn.committed(group, &t, p).unwrap_or(-1), 0)
+                        (
+                            p,
+                            txn.committed_with_epoch(group, &t, p).unwrap_or((-1, -1)),
+                            0,
+                        )
                     }
                 })
                 .collect();

@@ -1,6 +1,7 @@
 //! Produce: appends each partition's batch on its leader, with the broker's producer
 //! state checks (Kafka 4.x rules): a batch equal to one of the producer's last five is
-//! answered DUPLICATE_SEQUENCE_NUMBER with its original offset, a gap is
+//! answered as a success with its original offset and max timestamp (as Kafka 4.x
+//! does; `Counters::duplicates_refused` counts them), a gap is
 //! OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, and a producer
 //! with no state may start at any sequence (or, with `strict_unknown_producers`, only at
 //! 0: UNKNOWN_PRODUCER_ID otherwise, as before KIP-360). A partition led elsewhere answers
@@ -46,8 +47,10 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Option<Vec<
                 Some(topic) => match (topic.partitions.get_mut(pd.index as usize), txn) {
                     (Some(_), Err(code)) => refuse(pd.index, code),
                     (Some(part), Ok(pid)) => {
-                        let r = append(part, node, pd.index, records, strict);
-                        if let (Some(pid), 0) = (pid, r.error_code) {
+                        let (r, duplicate) = append(part, node, pd.index, records, strict);
+                        if duplicate {
+                            cluster.counters.duplicates_refused += 1;
+                        } else if let (Some(pid), 0) = (pid, r.error_code) {
                             let topic = name.as_deref().expect("found");
                             cluster.txn.appended(topic, pd.index, pid, r.base_offset);
                         }
@@ -67,7 +70,6 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Option<Vec<
             cluster.count_error(r.error_code);
             match KafkaCode(r.error_code) {
                 KafkaCode::NONE => cluster.counters.batches_appended += 1,
-                KafkaCode::DUPLICATE_SEQUENCE_NUMBER => cluster.counters.duplicates_refused += 1,
                 KafkaCode::NOT_LEADER_OR_FOLLOWER => leaders_named.push(r.current_leader.leader_id),
                 _ => {}
             }
@@ -152,14 +154,15 @@ fn refuse(index: i32, code: KafkaCode) -> PartitionProduceResponse {
     }
 }
 
-/// Appends one batch on the leader of `part`, checking the producer's sequence.
+/// Appends one batch on the leader of `part`, checking the producer's sequence; the
+/// answer, and whether the batch was a duplicate of one in the log.
 fn append(
     part: &mut Partition,
     node: i32,
     index: i32,
     records: Bytes,
     strict_unknown: bool,
-) -> PartitionProduceResponse {
+) -> (PartitionProduceResponse, bool) {
     if part.leader != node {
         let mut r = refuse(index, KafkaCode::NOT_LEADER_OR_FOLLOWER);
         r.current_leader = LeaderIdAndEpoch {
@@ -167,23 +170,29 @@ fn append(
             leader_epoch: part.leader_epoch,
             ..Default::default()
         };
-        return r;
+        return (r, false);
     }
+    let log_start = part.log_start;
+    // A partition that exists names its log start even when it refuses (as Kafka).
+    let refuse = |index, code| PartitionProduceResponse {
+        log_start_offset: log_start,
+        ..refuse(index, code)
+    };
     let opts = DecodeOptions::default();
     let batch = match RecordBatch::decode(&records, &opts) {
         Ok((batch, used)) if used == records.len() => batch,
-        _ => return refuse(index, KafkaCode::CORRUPT_MESSAGE),
+        _ => return (refuse(index, KafkaCode::CORRUPT_MESSAGE), false),
     };
     let h = *batch.header();
     if h.records_count <= 0 {
-        return refuse(index, KafkaCode::INVALID_RECORD);
+        return (refuse(index, KafkaCode::INVALID_RECORD), false);
     }
     let last_seq = h.base_sequence.wrapping_add(h.records_count - 1);
     if h.producer_id >= 0 {
         let known = part.producers.contains_key(&h.producer_id);
         if !known && strict_unknown && h.base_sequence != 0 {
             // A broker before KIP-360: no state, and not the producer's first batch.
-            return refuse(index, KafkaCode::UNKNOWN_PRODUCER_ID);
+            return (refuse(index, KafkaCode::UNKNOWN_PRODUCER_ID), false);
         }
         let state = part
             .producers
@@ -193,7 +202,7 @@ fn append(
                 ..Default::default()
             });
         if h.producer_epoch < state.epoch {
-            return refuse(index, KafkaCode::INVALID_PRODUCER_EPOCH);
+            return (refuse(index, KafkaCode::INVALID_PRODUCER_EPOCH), false);
         }
         if h.producer_epoch > state.epoch {
             state.epoch = h.producer_epoch;
@@ -204,10 +213,22 @@ fn append(
             .iter()
             .find(|(first, last, _)| *first == h.base_sequence && *last == last_seq)
         {
-            let mut r = refuse(index, KafkaCode::DUPLICATE_SEQUENCE_NUMBER);
-            r.base_offset = base;
-            r.log_start_offset = part.log_start;
-            return r;
+            // Kafka 4.x answers a duplicate as a success: the original batch's base
+            // offset, and its max timestamp as the append time.
+            let stamp = part
+                .log
+                .iter()
+                .find(|b| b.base == base)
+                .and_then(|b| BatchHeader::parse(&b.bytes).ok())
+                .map_or(-1, |h| h.max_timestamp);
+            let r = PartitionProduceResponse {
+                index,
+                base_offset: base,
+                log_append_time_ms: stamp,
+                log_start_offset: part.log_start,
+                ..Default::default()
+            };
+            return (r, true);
         }
         let expected = match state.recent.back() {
             Some(&(_, last, _)) => Some(last.wrapping_add(1)),
@@ -216,7 +237,10 @@ fn append(
             None => None,
         };
         if expected.is_some_and(|e| e != h.base_sequence) {
-            return refuse(index, KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER);
+            return (
+                refuse(index, KafkaCode::OUT_OF_ORDER_SEQUENCE_NUMBER),
+                false,
+            );
         }
         state
             .recent
@@ -235,12 +259,13 @@ fn append(
         last: part.next_offset - 1,
         bytes: stored.freeze(),
     });
-    PartitionProduceResponse {
+    let r = PartitionProduceResponse {
         index,
         error_code: 0,
         base_offset: base,
         log_append_time_ms: -1,
         log_start_offset: part.log_start,
         ..Default::default()
-    }
+    };
+    (r, false)
 }

@@ -45,7 +45,8 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
             for t in &req.topics {
                 for p in &t.partitions {
                     let key = (group.to_string(), t.name.clone(), p.partition_index);
-                    e.staged.insert(key, p.committed_offset);
+                    e.staged
+                        .insert(key, (p.committed_offset, p.committed_leader_epoch));
                 }
             }
             Ok(())
