@@ -2,8 +2,9 @@
 //! healthy: the simulated cluster on loopback (`kafka_tests::sim::serve`) with two
 //! brokers; partition 0 is led by broker 1, partition 1 by broker 2, and broker 2's log
 //! holds, after a few ordinary records, one batch of each codec (gzip, snappy, lz4,
-//! zstd) that is a few KiB on the wire and inflates to 32 MiB, 32 times the configured
-//! fetch budget (`fetch.max.bytes` = `max.partition.fetch.bytes` = 1 MiB).
+//! zstd) that inflates to 32 MiB, 32 times the configured fetch budget
+//! (`fetch.max.bytes` = `max.partition.fetch.bytes` = 1 MiB), from a few KiB on the
+//! wire (snappy, whose format caps the ratio near 21:1: 1.5 MiB).
 //!
 //! Each adapter's consumer hands out the records before the bomb, then
 //! `ConsumeError::Corrupt` with `RecordError::DecompressedTooLarge { cap: 1 MiB }` for
@@ -356,7 +357,8 @@ fn every_adapter_stops_every_codec_bomb_at_the_fetch_budget_while_another_broker
         .map(|&codec| {
             let zeros = vec![0u8; BOMB];
             let bomb = batch(codec, 0, &[&zeros]);
-            assert!(bomb.len() < BUDGET / 8, "{codec:?}: {} bytes", bomb.len());
+            // Snappy's format caps its ratio near 21:1; the others reach thousands.
+            assert!(bomb.len() * 16 < BOMB, "{codec:?}: {} bytes", bomb.len());
             (codec, bomb)
         })
         .collect();
