@@ -290,8 +290,18 @@ fn case(adapter: &str, codec: Compression, bomb: &Bytes) -> usize {
     let (healthy, before) = (words("p0", 5), words("p1", 5));
     let as_bytes = |v: &[String]| -> Vec<Vec<u8>> { v.iter().map(|s| s.clone().into()).collect() };
     let (h, b) = (as_bytes(&healthy), as_bytes(&before));
-    append(&server, 0, codec, &h.iter().map(Vec::as_slice).collect::<Vec<_>>());
-    append(&server, 1, codec, &b.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    append(
+        &server,
+        0,
+        codec,
+        &h.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+    );
+    append(
+        &server,
+        1,
+        codec,
+        &b.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+    );
     append_bomb(&server, 1, bomb);
     append(&server, 1, codec, &[b"after the bomb"]);
     PEAK.reset_peak_usage();
@@ -312,7 +322,12 @@ fn case(adapter: &str, codec: Compression, bomb: &Bytes) -> usize {
     // Broker 1 keeps answering while broker 2's partition failed.
     let later = words("p0-later", 3);
     let l = as_bytes(&later);
-    append(&server, 0, codec, &l.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    append(
+        &server,
+        0,
+        codec,
+        &l.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+    );
     let mut want0 = healthy.clone();
     want0.extend(later);
     while seen.values[0].len() < want0.len() {
@@ -333,7 +348,10 @@ fn case(adapter: &str, codec: Compression, bomb: &Bytes) -> usize {
         seen.errors
     );
     assert_eq!(seen.values[0], want0, "{adapter} {codec:?}: partition 0");
-    assert_eq!(seen.values[1], before, "{adapter} {codec:?}: before the bomb");
+    assert_eq!(
+        seen.values[1], before,
+        "{adapter} {codec:?}: before the bomb"
+    );
     assert!(
         matches!(
             &seen.errors[..],

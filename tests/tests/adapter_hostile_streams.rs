@@ -49,7 +49,10 @@ fn expect_error(
     println!("{name} {case}: {took:?}: {text}");
     assert!(took < DEADLINE + SLACK, "{name} {case}: {took:?}");
     for phrase in phrases {
-        assert!(text.contains(phrase), "{name} {case}: {phrase:?} not in {text}");
+        assert!(
+            text.contains(phrase),
+            "{name} {case}: {phrase:?} not in {text}"
+        );
     }
     if fast {
         assert!(took < DEADLINE / 2, "{name} {case}: {took:?}");
@@ -123,14 +126,19 @@ fn broken_streams(name: &str, run: &RunFn<'_>) {
     // SaslAuthenticate per connection, on few connections.
     let (auths, conns) = (fake.sasl_authenticates(), fake.connections());
     println!("{name} SCRAM endless: {auths} SaslAuthenticate on {conns} connections");
-    assert!(auths <= 2 * conns && conns <= 30, "{name}: {auths} on {conns}");
+    assert!(
+        auths <= 2 * conns && conns <= 30,
+        "{name}: {auths} on {conns}"
+    );
 }
 
 #[test]
 fn blocking_ends_broken_tls_and_sasl_sessions_in_time() {
     broken_streams("blocking", &|c| {
         let admin = kafka_blocking::Admin::new(c).expect("admin");
-        admin.run(DescribeCluster::new().timeout(DEADLINE)).map(|_| ())
+        admin
+            .run(DescribeCluster::new().timeout(DEADLINE))
+            .map(|_| ())
     });
 }
 
@@ -138,7 +146,9 @@ fn blocking_ends_broken_tls_and_sasl_sessions_in_time() {
 fn mio_ends_broken_tls_and_sasl_sessions_in_time() {
     broken_streams("mio", &|c| {
         let admin = kafka_mio::Admin::new(c).expect("admin");
-        admin.run(DescribeCluster::new().timeout(DEADLINE)).map(|_| ())
+        admin
+            .run(DescribeCluster::new().timeout(DEADLINE))
+            .map(|_| ())
     });
 }
 

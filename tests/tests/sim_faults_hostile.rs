@@ -173,7 +173,10 @@ fn f19_corrupted_answers_lose_duplicate_and_reorder_nothing() {
             && k.garbage > many,
         "every kind of damage happened: {s:?}"
     );
-    assert!(s.corrupt_resumed > 0, "a flipped batch reached the reader: {s:?}");
+    assert!(
+        s.corrupt_resumed > 0,
+        "a flipped batch reached the reader: {s:?}"
+    );
     // A damaged answer closes its connection (unless the connection was already gone).
     assert!(
         s.client_closes >= (k.total() - k.flipped_records) / 2,

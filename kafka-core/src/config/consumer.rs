@@ -167,7 +167,10 @@ impl ConsumerConfig {
     /// (a decompression bomb) is `RecordError::DecompressedTooLarge`, and its output
     /// stops growing at this cap.
     pub fn max_decompressed_bytes(&self) -> usize {
-        let most = self.fetch_max_bytes.max(self.max_partition_fetch_bytes).max(1);
+        let most = self
+            .fetch_max_bytes
+            .max(self.max_partition_fetch_bytes)
+            .max(1);
         usize::try_from(most).unwrap_or(1)
     }
 

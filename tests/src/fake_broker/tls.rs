@@ -84,7 +84,9 @@ pub(super) fn serve(socket: TcpStream, how: TlsBreak) {
         }
         // Let the client read what was written before the socket closes.
         let mut rest = [0u8; 256];
-        let _ = tls.sock.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+        let _ = tls
+            .sock
+            .set_read_timeout(Some(std::time::Duration::from_secs(2)));
         let _ = tls.sock.read(&mut rest);
         return;
     }

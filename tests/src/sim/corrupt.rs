@@ -53,9 +53,9 @@ pub fn corrupt(
         counters.flipped_records += 1;
         return;
     }
-    let correlation = bytes.get(4..8).map_or(0, |b| {
-        i32::from_be_bytes(b.try_into().expect("four bytes"))
-    });
+    let correlation = bytes
+        .get(4..8)
+        .map_or(0, |b| i32::from_be_bytes(b.try_into().expect("four bytes")));
     match rng.below(4) {
         0 if bytes.len() > 9 => {
             // Keep the correlation id and at least one byte; the size says the rest.

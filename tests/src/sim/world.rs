@@ -774,7 +774,13 @@ impl World {
                     && self.rng.chance(self.corruption.per_mille)
                 {
                     let (api, version) = (frame.api, frame.version);
-                    corrupt(&mut self.rng, api, version, &mut answer.bytes, &mut self.corrupted);
+                    corrupt(
+                        &mut self.rng,
+                        api,
+                        version,
+                        &mut answer.bytes,
+                        &mut self.corrupted,
+                    );
                 }
                 let mut hold = Duration::from_millis(answer.hold_ms);
                 if faulty && self.rng.chance(self.faults.stall) {
