@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_core::client::{Event, OpId};
+use kafka_core::client::OpId;
 use kafka_core::config::ClientConfig;
 use kafka_core::consumer::{ConsumeError, ConsumerRecord};
 use kafka_core::record::{BatchBuilder, BatchOptions, Compression, RecordError};
@@ -135,9 +135,8 @@ impl Mio {
         }
         self.driver.handle_timeout(self.poll.registry());
         self.driver.poll(self.poll.registry());
-        while let Some(event) = self.driver.poll_event() {
-            let _ = matches!(event, Event::Notify(_));
-        }
+        // Events only wake the loop; `poll` below reads the consumer's state itself.
+        while self.driver.poll_event().is_some() {}
     }
 }
 
@@ -214,7 +213,7 @@ fn batch(codec: Compression, base: i64, values: &[&[u8]]) -> Bytes {
     b.seal().expect("seal").bytes.freeze()
 }
 
-/// Appends `values` to `partition`'s log as one batch (or `raw`, one record's batch).
+/// Appends `values` to `partition`'s log as one batch.
 fn append(server: &SimServer, partition: usize, codec: Compression, values: &[&[u8]]) {
     server.with_cluster(|c| {
         let p = &mut c.topics.get_mut(TOPIC).expect("topic").partitions[partition];
