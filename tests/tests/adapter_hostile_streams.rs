@@ -4,21 +4,46 @@
 //! close_notify then garbage); and SASL brokers whose exchange never finishes
 //! ([`SaslStall`]: SaslAuthenticate never answered under PLAIN, or SCRAM challenges that
 //! never conclude). Each call ends by its deadline with a typed error naming the stage,
-//! and the fake sees a bounded number of requests (no busy loop).
+//! and the fake sees a bounded number of requests (no busy loop); while the SASL call
+//! stalls, another client of the same adapter keeps listing a healthy cluster's topics.
 
 use std::time::{Duration, Instant};
 
-use kafka_core::admin::{AdminError, DescribeCluster};
+use kafka_core::admin::{AdminError, DescribeCluster, ListTopics};
 use kafka_core::config::ClientConfig;
 use kafka_tests::fake_broker::{ca_path, FakeBroker, Mode, SaslStall, TlsBreak};
+use kafka_tests::sim::cluster::SimCluster;
+use kafka_tests::sim::serve::SimServer;
 
 /// Every call's deadline.
 const DEADLINE: Duration = Duration::from_millis(2500);
 /// How far past the deadline a call may end.
 const SLACK: Duration = Duration::from_secs(2);
 
-/// One adapter: runs a DescribeCluster on a fresh admin client for a config.
-type RunFn<'a> = dyn Fn(ClientConfig) -> Result<(), AdminError> + 'a;
+/// What a case runs on a fresh admin client.
+#[derive(Debug, Clone, Copy)]
+enum Probe {
+    /// `DescribeCluster` with [`DEADLINE`]: the hostile case.
+    Describe,
+    /// `ListTopics` (Metadata): the healthy client; the topics listed.
+    ListTopics,
+}
+
+/// One adapter: runs a probe on a fresh admin client for a config; the topics listed
+/// (none for `Describe`). `Sync`: a hostile and a healthy call run at once.
+type RunFn<'a> = dyn Fn(ClientConfig, Probe) -> Result<Vec<String>, AdminError> + Sync + 'a;
+
+/// Runs `probe` through an adapter's `run` (`$run`: a closure taking any admin
+/// operation; a macro because the operations' types differ).
+macro_rules! probe {
+    ($probe:expr, $run:expr) => {
+        match $probe {
+            Probe::Describe => $run(DescribeCluster::new().timeout(DEADLINE)).map(|_| Vec::new()),
+            Probe::ListTopics => $run(ListTopics::new().timeout(DEADLINE))
+                .map(|t| t.into_keys().collect::<Vec<String>>()),
+        }
+    };
+}
 
 fn config(addr: &str, extra: &[(&str, &str)]) -> ClientConfig {
     let mut pairs = vec![
@@ -43,7 +68,7 @@ fn expect_error(
     fast: bool,
 ) {
     let started = Instant::now();
-    let err = run(config).expect_err("a hostile server");
+    let err = run(config, Probe::Describe).expect_err("a hostile server");
     let took = started.elapsed();
     let text = err.to_string();
     println!("{name} {case}: {took:?}: {text}");
@@ -97,8 +122,35 @@ fn broken_streams(name: &str, run: &RunFn<'_>) {
             ("sasl.password", "secret"),
         ],
     );
-    let phrase = ["SaslAuthenticate request", "timed out"];
-    expect_error(name, "PLAIN unanswered", run, plain, &phrase, false);
+    // Meanwhile another client of the same adapter (the same runtime, for the async
+    // ones) lists the topics of a healthy cluster, promptly, again and again.
+    let mut cluster = SimCluster::new(1);
+    cluster.create_topic("healthy", 1);
+    let healthy = SimServer::start(cluster);
+    let stalled = std::sync::atomic::AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let phrase = ["SaslAuthenticate request", "timed out"];
+            expect_error(name, "PLAIN unanswered", run, plain, &phrase, false);
+            stalled.store(false, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut listed = 0;
+        while stalled.load(std::sync::atomic::Ordering::SeqCst) {
+            let started = Instant::now();
+            let topics = run(config(&healthy.bootstrap(), &[]), Probe::ListTopics)
+                .expect("the healthy cluster answers");
+            assert_eq!(topics, vec!["healthy".to_string()], "{name}");
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{name}: {:?}",
+                started.elapsed()
+            );
+            listed += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        println!("{name}: {listed} healthy calls while SASL stalled");
+        assert!(listed >= 2, "{name}: {listed} healthy calls");
+    });
     // One SaslAuthenticate per connection, each timed out by request.timeout.ms.
     assert!(
         fake.sasl_authenticates() <= fake.connections(),
@@ -134,21 +186,17 @@ fn broken_streams(name: &str, run: &RunFn<'_>) {
 
 #[test]
 fn blocking_ends_broken_tls_and_sasl_sessions_in_time() {
-    broken_streams("blocking", &|c| {
+    broken_streams("blocking", &|c, p| {
         let admin = kafka_blocking::Admin::new(c).expect("admin");
-        admin
-            .run(DescribeCluster::new().timeout(DEADLINE))
-            .map(|_| ())
+        probe!(p, |op| admin.run(op))
     });
 }
 
 #[test]
 fn mio_ends_broken_tls_and_sasl_sessions_in_time() {
-    broken_streams("mio", &|c| {
+    broken_streams("mio", &|c, p| {
         let admin = kafka_mio::Admin::new(c).expect("admin");
-        admin
-            .run(DescribeCluster::new().timeout(DEADLINE))
-            .map(|_| ())
+        probe!(p, |op| admin.run(op))
     });
 }
 
@@ -159,18 +207,17 @@ fn tokio_ends_broken_tls_and_sasl_sessions_in_time() {
         .enable_all()
         .build()
         .expect("runtime");
-    broken_streams("tokio", &|c| {
+    broken_streams("tokio", &|c, p| {
         let admin = kafka_tokio::Admin::with_runtime(c, rt.handle()).expect("admin");
-        rt.block_on(admin.run(DescribeCluster::new().timeout(DEADLINE)))
-            .map(|_| ())
+        probe!(p, |op| rt.block_on(admin.run(op)))
     });
 }
 
 #[test]
 fn async_std_ends_broken_tls_and_sasl_sessions_in_time() {
-    broken_streams("async-std", &|c| {
+    broken_streams("async-std", &|c, p| {
         let admin =
             kafka_async_std::Admin::with_spawner(c, |t| smol::spawn(t).detach()).expect("admin");
-        smol::block_on(admin.run(DescribeCluster::new().timeout(DEADLINE))).map(|_| ())
+        probe!(p, |op| smol::block_on(admin.run(op)))
     });
 }
