@@ -27,6 +27,11 @@ use kafka_core::protocol::messages::response_header::ResponseHeader;
 use kafka_core::protocol::{ApiKey, Decodable, Encodable, KafkaCode, Message, Uuid};
 use kafka_core::record::{DecodeOptions, RecordBatch};
 
+mod sasl;
+mod tls;
+pub use sasl::SaslStall;
+pub use tls::{ca_path, TlsBreak};
+
 /// What the fake broker does after answering ApiVersions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -54,6 +59,12 @@ pub enum Mode {
     /// Answers ApiVersions normally, then every other request with a hostile answer (a
     /// broker that negotiates, then breaks the protocol).
     HostileAfterNegotiation(Hostile),
+    /// Advertises SaslHandshake and SaslAuthenticate, accepts the handshake for any
+    /// mechanism, then keeps the exchange from finishing (see [`SaslStall`]).
+    SaslStall(SaslStall),
+    /// A TLS listener: handshake, ApiVersions answered, then the stream broken on the
+    /// next request (see [`TlsBreak`]; the CA is [`ca_path`]).
+    TlsBreak(TlsBreak),
 }
 
 /// A hostile answer (to ApiVersions, or to any request after it): what a broken,
@@ -150,6 +161,10 @@ struct State {
     /// [`Mode::Produce`]: batches answered MESSAGE_TOO_LARGE.
     too_large: AtomicU64,
     port: AtomicU64,
+    /// Requests other than ApiVersions read.
+    requests: AtomicU64,
+    /// [`Mode::SaslStall`]: SaslAuthenticate requests read.
+    sasl_authenticates: AtomicU64,
 }
 
 impl FakeBroker {
@@ -169,7 +184,11 @@ impl FakeBroker {
                     Ok((socket, _)) => {
                         st.connections.fetch_add(1, Ordering::SeqCst);
                         let st = st.clone();
-                        std::thread::spawn(move || serve(socket, mode, &st));
+                        let _ = socket.set_nonblocking(false);
+                        std::thread::spawn(move || match mode {
+                            Mode::TlsBreak(how) => tls::serve(socket, how),
+                            _ => serve(socket, mode, &st),
+                        });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -181,6 +200,16 @@ impl FakeBroker {
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.state.connections.load(Ordering::SeqCst)
+    }
+
+    /// Requests other than ApiVersions read so far (plaintext modes).
+    pub fn requests(&self) -> u64 {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+
+    /// SaslAuthenticate requests read so far ([`Mode::SaslStall`]).
+    pub fn sasl_authenticates(&self) -> u64 {
+        self.state.sasl_authenticates.load(Ordering::SeqCst)
     }
 
     /// Bytes of requests other than ApiVersions read so far.
@@ -230,7 +259,7 @@ struct Header {
     frame: Vec<u8>,
 }
 
-fn read_request(socket: &mut TcpStream) -> Option<Header> {
+fn read_request(socket: &mut impl Read) -> Option<Header> {
     let mut size = [0u8; 4];
     socket.read_exact(&mut size).ok()?;
     let len = i32::from_be_bytes(size) as usize;
@@ -256,6 +285,9 @@ fn api_versions_answer(h: &Header, mode: Mode) -> Vec<u8> {
     ];
     if matches!(mode, Mode::Produce { .. }) {
         keys.extend([ApiKey::InitProducerId, ApiKey::Produce]);
+    }
+    if matches!(mode, Mode::SaslStall(_)) {
+        keys.extend([ApiKey::SaslHandshake, ApiKey::SaslAuthenticate]);
     }
     let response = ApiVersionsResponse {
         api_keys: keys
@@ -317,6 +349,13 @@ fn serve(mut socket: TcpStream, mode: Mode, st: &State) {
         }
         st.request_bytes
             .fetch_add(h.len as u64 + 4, Ordering::SeqCst);
+        st.requests.fetch_add(1, Ordering::SeqCst);
+        if let Mode::SaslStall(stall) = mode {
+            match sasl::answer(&h, stall, st) {
+                Some(frame) if socket.write_all(&frame).is_err() => return,
+                _ => continue,
+            }
+        }
         if let Mode::Produce { partitions, answer } = mode {
             match produce_mode_answer(&h, partitions, answer, st) {
                 Some(frame) if socket.write_all(&frame).is_err() => return,
@@ -467,6 +506,30 @@ fn produce_mode_answer(h: &Header, partitions: i32, answer: bool, st: &State) ->
     let size = (out.len() - 4) as i32;
     out[..4].copy_from_slice(&size.to_be_bytes());
     Some(out)
+}
+
+/// The request's API key and its body after the request header.
+fn request_body(h: &Header) -> Option<(ApiKey, Bytes)> {
+    let key = ApiKey::from_i16(h.api_key)?;
+    let mut frame = Bytes::from(h.frame.clone());
+    RequestHeader::decode(&mut frame, key.request_header_version(h.version)).ok()?;
+    Some((key, frame))
+}
+
+/// `m` as the whole framed answer to `h` (size, response header, body).
+fn answer_frame<M: Message>(h: &Header, key: ApiKey, m: &M) -> Vec<u8> {
+    let header = ResponseHeader {
+        correlation_id: h.correlation_id,
+        ..Default::default()
+    };
+    let mut out = vec![0; 4];
+    header
+        .encode(&mut out, key.response_header_version(h.version))
+        .expect("encode a response header");
+    out.extend_from_slice(&encode(m, h.version));
+    let size = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&size.to_be_bytes());
+    out
 }
 
 fn encode<M: Message>(m: &M, version: i16) -> Vec<u8> {

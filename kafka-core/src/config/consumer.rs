@@ -162,6 +162,18 @@ impl Default for ConsumerConfig {
 }
 
 impl ConsumerConfig {
+    /// Most bytes one fetched batch may decompress to: the larger of `fetch.max.bytes`
+    /// and `max.partition.fetch.bytes` (at least 1). A batch that would inflate past it
+    /// (a decompression bomb) is `RecordError::DecompressedTooLarge`, and its output
+    /// stops growing at this cap.
+    pub fn max_decompressed_bytes(&self) -> usize {
+        let most = self
+            .fetch_max_bytes
+            .max(self.max_partition_fetch_bytes)
+            .max(1);
+        usize::try_from(most).unwrap_or(1)
+    }
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         if self.max_poll_records == 0 {
             let why = "must be at least 1".into();

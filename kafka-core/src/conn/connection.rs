@@ -342,6 +342,13 @@ impl Connection {
                 }
             }
         }
+        // The broker's close_notify: the frames before it were handled above; nothing
+        // more will come, so what waits fails now rather than at its request timeout.
+        #[cfg(feature = "tls")]
+        if self.tls.as_ref().is_some_and(|t| t.peer_closed()) {
+            self.fail(ConnError::TlsClosedByPeer);
+            return;
+        }
         // A response may carry a throttle (KIP-219) that only the owner decodes: the
         // requests waiting for a free in-flight slot go out when the owner has applied
         // it and calls `resume`, never before.

@@ -184,6 +184,11 @@ pub enum ConnError {
     /// TLS failed (handshake, certificate verification, alert).
     #[error("TLS failed: {0}")]
     Tls(TlsFailure),
+    /// The broker ended the TLS session (`close_notify`): nothing more will arrive on
+    /// this connection, so what waits for an answer fails now, not at its timeout.
+    /// Retriable, like a closed socket (a broker shutting down cleanly does this).
+    #[error("the broker closed the TLS session (close_notify)")]
+    TlsClosedByPeer,
     /// The broker answered ApiVersions with an error.
     #[error("ApiVersions failed with error code {0}")]
     ApiVersions(i16),

@@ -38,6 +38,8 @@ mod config;
 mod session;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_close;
 mod verify;
 
 pub use config::{TlsClientConfig, TlsConfig};

@@ -329,7 +329,10 @@ impl Consumer {
                             from,
                             aborted,
                             read_committed,
-                            DecodeOptions::default(),
+                            DecodeOptions {
+                                max_decompressed_bytes: self.cfg.max_decompressed_bytes(),
+                                ..DecodeOptions::default()
+                            },
                         );
                         self.chunks.push_back(chunk);
                     }

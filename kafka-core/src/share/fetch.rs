@@ -103,6 +103,8 @@ pub(crate) struct Sessions {
     max_wait: Duration,
     min_bytes: i32,
     max_bytes: i32,
+    /// Most bytes one fetched batch may decompress to.
+    max_decompressed: usize,
     max_records: i32,
     request_timeout: Duration,
     /// The acquisition lock timeout the brokers last reported.
@@ -127,6 +129,7 @@ impl Sessions {
             max_wait: c.fetch_max_wait,
             min_bytes: c.fetch_min_bytes,
             max_bytes: c.fetch_max_bytes,
+            max_decompressed: c.max_decompressed_bytes(),
             max_records: i32::try_from(c.max_poll_records).unwrap_or(i32::MAX),
             request_timeout: config.common().request_timeout,
             lock_timeout: None,
@@ -316,7 +319,10 @@ impl Sessions {
                                     from,
                                     Vec::new(),
                                     false,
-                                    DecodeOptions::default(),
+                                    DecodeOptions {
+                                        max_decompressed_bytes: self.max_decompressed,
+                                        ..DecodeOptions::default()
+                                    },
                                 ),
                                 acquired,
                                 delivered: Vec::new(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kafka_core::client::OpId;
 use kafka_core::config::ClientConfig;
-use kafka_core::consumer::{Consumer, ConsumerRecord};
+use kafka_core::consumer::{ConsumeError, Consumer, ConsumerRecord};
 
 use super::history::{History, Isolation, ReadSession};
 use super::world::World;
@@ -23,6 +23,12 @@ pub struct ConsumeRun {
     batch: Vec<ConsumerRecord>,
     /// Records read so far.
     pub read: usize,
+    /// Resume a partition stopped by corrupt data (fetch it again from the record
+    /// before), as an application that retries corrupted fetches does; otherwise any
+    /// consumer error panics.
+    pub resume_corrupt: bool,
+    /// Corrupt-data errors resumed.
+    pub corrupt_resumed: u64,
 }
 
 impl ConsumeRun {
@@ -66,19 +72,32 @@ impl ConsumeRun {
             session: history.begin_reads_of(reader, isolation, complete, topic),
             batch: Vec::new(),
             read: 0,
+            resume_corrupt: false,
+            corrupt_resumed: 0,
         }
     }
 
     /// Takes what the consumer has and logs it; panics (naming the seed) on a consumer
-    /// error, which no scenario expects.
+    /// error, which no scenario expects (corrupt data is resumed with
+    /// [`resume_corrupt`](Self::resume_corrupt)).
     pub fn poll(&mut self, world: &mut World, history: &mut History) {
         let now = world.now();
         self.batch.clear();
         let batch = &mut self.batch;
+        let resume = self.resume_corrupt;
+        let resumed = &mut self.corrupt_resumed;
         world.clients[self.client].command(now, self.consumer, |c, _| {
             c.poll(batch);
-            if let Some(e) = c.take_error() {
-                panic!("consumer error: {e}");
+            while let Some(e) = c.take_error() {
+                match e {
+                    ConsumeError::Corrupt {
+                        topic, partition, ..
+                    } if resume => {
+                        c.resume([(topic.as_str(), partition)]);
+                        *resumed += 1;
+                    }
+                    e => panic!("consumer error: {e}"),
+                }
             }
         });
         for r in &self.batch {

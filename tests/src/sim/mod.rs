@@ -9,6 +9,7 @@
 //! adapters.
 
 pub mod cluster;
+pub mod corrupt;
 pub mod draining;
 pub mod forget;
 pub mod group_state;

@@ -13,6 +13,7 @@ use kafka_core::config::ClientConfig;
 use kafka_core::protocol::ApiKey;
 
 use super::cluster::SimCluster;
+use super::corrupt::{corrupt, CorruptCounters, Corruption};
 use super::links::{LinkCounters, LinkFaults};
 use super::rng::Rng;
 use super::throttle::{set_throttle, Throttling};
@@ -185,6 +186,10 @@ pub struct World {
     pub links: BTreeMap<i32, LinkFaults>,
     /// What the degraded links did.
     pub link_counters: LinkCounters,
+    /// Answers corrupted on their way (F19), while [`faults_on`](Self::faults_on).
+    pub corruption: Corruption,
+    /// What [`corruption`](Self::corruption) damaged.
+    pub corrupted: CorruptCounters,
     rng: Rng,
     now: Instant,
     origin: Instant,
@@ -224,6 +229,8 @@ impl World {
             throttling: Throttling::default(),
             links: BTreeMap::new(),
             link_counters: LinkCounters::default(),
+            corruption: Corruption::default(),
+            corrupted: CorruptCounters::default(),
             rng: Rng::new(seed),
             now: origin,
             origin,
@@ -761,6 +768,19 @@ impl World {
                     self.net.answers_lost += 1;
                     self.reset_from_broker(k);
                     return;
+                }
+                if faulty
+                    && self.corruption.per_mille > 0
+                    && self.rng.chance(self.corruption.per_mille)
+                {
+                    let (api, version) = (frame.api, frame.version);
+                    corrupt(
+                        &mut self.rng,
+                        api,
+                        version,
+                        &mut answer.bytes,
+                        &mut self.corrupted,
+                    );
                 }
                 let mut hold = Duration::from_millis(answer.hold_ms);
                 if faulty && self.rng.chance(self.faults.stall) {

@@ -63,6 +63,67 @@ fn an_aborted_list_naming_unknown_producers_hides_nothing() {
     assert!(h.errors.is_empty(), "{:?}", h.errors);
 }
 
+/// Appends one batch of `codec` whose single value is `size` zero bytes to `log` (a few
+/// KiB on the wire), then one ordinary record; returns the batch's wire size.
+fn append_bomb(log: &mut Log, codec: Compression, size: usize) -> usize {
+    let opts = BatchOptions {
+        base_offset: log.next,
+        partition_leader_epoch: log.epoch,
+        compression: codec,
+        ..Default::default()
+    };
+    let mut b = BatchBuilder::new(opts, usize::MAX).unwrap();
+    let zeros = vec![0u8; size];
+    let _ = b.append(1, None, Some(&zeros), &[]).unwrap();
+    drop(zeros);
+    let bomb: Bytes = b.seal().unwrap().bytes.freeze();
+    let wire = bomb.len();
+    log.batches.push((log.next, bomb));
+    log.next += 1;
+    log.append(&["after"], None);
+    wire
+}
+
+/// The cap follows the configured fetch budget, not the 50 MiB default: with
+/// `fetch.max.bytes` and `max.partition.fetch.bytes` at 1 MiB, an 8 MiB bomb (of every
+/// codec) is stopped at 1 MiB. Without the cap taken from the config, the 8 MiB batch
+/// decompresses (under the default 50 MiB) and is handed out.
+#[test]
+fn a_bomb_is_stopped_at_the_configured_fetch_budget() {
+    for codec in [
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ] {
+        let mut h = Harness::new(&[
+            ("auto.offset.reset", "earliest"),
+            ("fetch.max.bytes", "1048576"),
+            ("max.partition.fetch.bytes", "1048576"),
+        ]);
+        let wire = append_bomb(&mut h.logs[1], codec, 8 << 20);
+        assert!(wire < 1 << 20, "{codec:?}: {wire} bytes on the wire");
+        h.assign_all();
+        h.run(Duration::from_millis(300));
+        assert_eq!(h.values(1), expected(1, 20), "{codec:?}: before the bomb");
+        assert!(
+            matches!(
+                &h.errors[..],
+                [ConsumeError::Corrupt {
+                    partition: 1,
+                    offset: 20,
+                    error: RecordError::DecompressedTooLarge { cap: 1_048_576 },
+                    ..
+                }]
+            ),
+            "{codec:?}: {:?}",
+            h.errors
+        );
+        assert_eq!(h.values(0), expected(0, 20), "{codec:?}");
+        assert_eq!(h.values(2), expected(2, 20), "{codec:?}");
+    }
+}
+
 #[test]
 fn a_decompression_bomb_is_a_typed_error_for_its_partition_alone() {
     let mut h = Harness::new(&[("auto.offset.reset", "earliest")]);
