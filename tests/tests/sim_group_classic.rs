@@ -26,7 +26,8 @@ use kafka_tests::sim::grouping::GroupRun;
 use kafka_tests::sim::history::History;
 use kafka_tests::sim::producing::{ProduceRun, SCENARIO_SETTINGS};
 use kafka_tests::sim::seeds::for_each_seed;
-use kafka_tests::sim::world::{NetFaults, World};
+use kafka_tests::sim::txn_state::CoordFaults;
+use kafka_tests::sim::world::{ClusterEvent, NetFaults, World};
 
 const TOPIC: &str = "t";
 const GROUP: &str = "g";
@@ -80,6 +81,8 @@ struct Sweep {
     reread: usize,
     tail_rereads: usize,
     answers_lost: u64,
+    coordinator_moves: u64,
+    reloads: u64,
     virtual_ms: u128,
 }
 
@@ -245,12 +248,17 @@ fn tick(w: &mut World, members: &mut [Member], judge: &mut Judge) {
     judge.check(w, members);
 }
 
-fn start(w: &mut World, name: &str, protocol: Protocol, assignor: &str) -> Member {
+fn start(w: &mut World, name: &str, protocol: Protocol, assignor: &str, long: bool) -> Member {
     let mut pairs: Vec<(&str, &str)> = MEMBER.to_vec();
     match protocol {
         Protocol::Classic => {
             pairs.extend_from_slice(CLASSIC);
             pairs.push(("partition.assignment.strategy", assignor));
+            if long {
+                // A session longer than the rebalance timeout: a silent member is
+                // dropped at the end of the join phase, before its session expires.
+                pairs.push(("session.timeout.ms", "2500"));
+            }
         }
         Protocol::Consumer => pairs.push(("group.protocol", "consumer")),
     }
@@ -284,6 +292,28 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
     } else {
         "cooperative-sticky"
     };
+    let long = story == Story::KillAndRestart && seed % 4 >= 2;
+    if story == Story::RebalanceDuringCommit && seed % 3 == 0 {
+        // The group's coordinator broker dies and comes back: parked joins and syncs
+        // are answered NOT_COORDINATOR, the group reloads as last persisted; and
+        // injected coordinator errors.
+        let coordinator = w.cluster.coordinator_of(GROUP).expect("a coordinator");
+        let at = 100 + w.rng().below(1_500);
+        let down = 100 + w.rng().below(1_000);
+        w.schedule(Duration::from_millis(at), ClusterEvent::Kill(coordinator));
+        w.schedule(
+            Duration::from_millis(at + down),
+            ClusterEvent::Restart(coordinator),
+        );
+        w.cluster.txn.faults = CoordFaults {
+            not_coordinator: 30,
+            loading: 30,
+            lookup_unavailable: 30,
+            load_ms: 100,
+            ..Default::default()
+        };
+        w.cluster.txn.faults_on = true;
+    }
     if story == Story::RebalanceDuringCommit {
         // Commit, join, sync and heartbeat answers lost or their requests dropped;
         // valid commits refused now and then as if a rebalance had just happened.
@@ -314,7 +344,7 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
     };
     let initial = if story == Story::KillAndRestart { 2 } else { 3 };
     let mut members: Vec<Member> = (1..=initial)
-        .map(|i| start(&mut w, &format!("m{i}"), protocol, assignor))
+        .map(|i| start(&mut w, &format!("m{i}"), protocol, assignor, long))
         .collect();
     let mut p = ProduceRun::start(&mut w, "p1", SCENARIO_SETTINGS);
     let victim = w.rng().below(initial as u64) as usize;
@@ -322,9 +352,14 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
     let phases = 3;
     for phase in 0..phases {
         let prefix = format!("s{seed}-q{phase}");
-        p.send_all(&mut w, &mut history, TOPIC, RECORDS / phases, &prefix, |w, _| {
-            tick(w, &mut members, &mut judge)
-        });
+        p.send_all(
+            &mut w,
+            &mut history,
+            TOPIC,
+            RECORDS / phases,
+            &prefix,
+            |w, _| tick(w, &mut members, &mut judge),
+        );
         let pause = Duration::from_millis(100 + w.rng().below(500));
         let t0 = w.elapsed();
         w.run_until(pause, |w| {
@@ -333,14 +368,14 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
         });
         match (story, phase) {
             (Story::RebalanceDuringCommit, 0) => {
-                members.push(start(&mut w, "m4", protocol, assignor));
+                members.push(start(&mut w, "m4", protocol, assignor, long));
             }
             (Story::RebalanceDuringCommit, 1) => {
                 let closer = w.rng().below(3) as usize;
                 members[closer].run.close(&mut w);
             }
             (Story::RebalanceDuringCommit, _) => {
-                members.push(start(&mut w, "m5", protocol, assignor));
+                members.push(start(&mut w, "m5", protocol, assignor, long));
             }
             (Story::KillAndRestart, 0) => {
                 // kill -9: no commit, no LeaveGroup; the records it read past the
@@ -351,7 +386,7 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
                 }
                 members[victim].run.kill(&mut w);
                 let name = format!("m{}-restarted", victim + 1);
-                members.push(start(&mut w, &name, protocol, assignor));
+                members.push(start(&mut w, &name, protocol, assignor, long));
             }
             (Story::KillAndRestart, _) => {}
         }
@@ -359,11 +394,20 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
     // Heal.
     w.faults_on = false;
     w.cluster.classic.commit_faults_on = false;
+    w.cluster.txn.faults_on = false;
     let settled = p.settle(&mut w, &mut history, Duration::from_secs(60), |w, _| {
         tick(w, &mut members, &mut judge)
     });
-    assert!(settled, "seed {seed}: {} records unresolved", p.outstanding());
-    assert_eq!(p.acked, RECORDS / phases * phases, "seed {seed}: acknowledged");
+    assert!(
+        settled,
+        "seed {seed}: {} records unresolved",
+        p.outstanding()
+    );
+    assert_eq!(
+        p.acked,
+        RECORDS / phases * phases,
+        "seed {seed}: acknowledged"
+    );
     let ends: Vec<i64> = w.cluster.topics[TOPIC]
         .partitions
         .iter()
@@ -387,7 +431,10 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
             let e = read
                 .entry((*partition, *offset))
                 .or_insert((value, Vec::new()));
-            assert_eq!(e.0, value, "seed {seed}: two values at p{partition} {offset}");
+            assert_eq!(
+                e.0, value,
+                "seed {seed}: two values at p{partition} {offset}"
+            );
             e.1.push(&m.run.name);
         }
     }
@@ -395,7 +442,10 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
         let missing: BTreeSet<i64> = (0..end)
             .filter(|o| !read.contains_key(&(p as i32, *o)))
             .collect();
-        assert!(missing.is_empty(), "seed {seed}: p{p} never consumed: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "seed {seed}: p{p} never consumed: {missing:?}"
+        );
     }
     if story == Story::KillAndRestart {
         let victim_name = members[victim].run.name.clone();
@@ -435,6 +485,8 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
     sweep.revocations_checked += judge.checked_revocations;
     sweep.reread += reads - read.len();
     sweep.answers_lost += w.net.answers_lost + w.net.requests_dropped;
+    sweep.coordinator_moves += w.cluster.txn.counters.moves;
+    sweep.reloads += c.reloads;
     sweep.virtual_ms += w.elapsed().as_millis();
     w.trace()
 }
@@ -468,7 +520,8 @@ fn f13_classic_rebalances_race_commits_without_losing_or_rewinding_offsets() {
                 && t.commits_checked > 10 * t.runs
                 && t.injected.len() == 3
                 && refused(27) + refused(22) + refused(25) > 0
-                && t.answers_lost > t.runs),
+                && t.answers_lost > t.runs
+                && t.reloads > t.runs / 3),
         "{t:?}"
     );
 }
@@ -497,7 +550,11 @@ fn f14_classic_a_killed_member_rereads_only_its_uncommitted_tail() {
         Story::KillAndRestart,
     );
     assert!(
-        t.runs < 50 || (t.expired + t.dropped_at_join >= t.runs && t.tail_rereads > 0),
+        t.runs < 50
+            || (t.expired + t.dropped_at_join >= t.runs
+                && t.expired > 0
+                && t.dropped_at_join > 0
+                && t.tail_rereads > 0),
         "{t:?}"
     );
 }
@@ -510,7 +567,10 @@ fn f14_kip848_a_killed_member_rereads_only_its_uncommitted_tail() {
         Protocol::Consumer,
         Story::KillAndRestart,
     );
-    assert!(t.runs < 50 || (t.expired >= t.runs && t.tail_rereads > 0), "{t:?}");
+    assert!(
+        t.runs < 50 || (t.expired >= t.runs && t.tail_rereads > 0),
+        "{t:?}"
+    );
 }
 
 /// One seed gives one trace (every connect, request, parked join, answer, timer and

@@ -633,7 +633,12 @@ impl ClassicCoordinator {
 
     /// The member check of heartbeats, syncs and commits: UNKNOWN_MEMBER_ID (no such
     /// group, an empty one, no such member), ILLEGAL_GENERATION.
-    fn check_member(&mut self, group: &str, member_id: &str, generation: i32) -> Result<(), KafkaCode> {
+    fn check_member(
+        &mut self,
+        group: &str,
+        member_id: &str,
+        generation: i32,
+    ) -> Result<(), KafkaCode> {
         let known = self
             .groups
             .get(group)
@@ -653,18 +658,24 @@ impl ClassicCoordinator {
     }
 
     /// Checks an OffsetCommit to classic `group` (see the module docs); counts it.
-    pub fn check_commit(&mut self, group: &str, member_id: &str, generation: i32) -> Result<(), KafkaCode> {
+    pub fn check_commit(
+        &mut self,
+        group: &str,
+        member_id: &str,
+        generation: i32,
+    ) -> Result<(), KafkaCode> {
         let state = self.groups.get(group).map(|g| g.state);
         let outcome = if generation < 0 && state.is_none_or(|s| s == ClassicState::Empty) {
             Ok(())
         } else {
-            self.check_member(group, member_id, generation).and_then(|()| {
-                if state == Some(ClassicState::CompletingRebalance) {
-                    Err(KafkaCode::REBALANCE_IN_PROGRESS)
-                } else {
-                    Ok(())
-                }
-            })
+            self.check_member(group, member_id, generation)
+                .and_then(|()| {
+                    if state == Some(ClassicState::CompletingRebalance) {
+                        Err(KafkaCode::REBALANCE_IN_PROGRESS)
+                    } else {
+                        Ok(())
+                    }
+                })
         };
         let outcome = match outcome {
             Ok(()) if self.commit_faults_on && self.rng.chance(self.commit_faults) => {
@@ -704,7 +715,9 @@ impl ClassicCoordinator {
             let expired: Vec<String> = g
                 .members
                 .iter()
-                .filter(|(_, m)| m.join_ticket.is_none() && m.last_seen_ms + m.session_timeout_ms <= now_ms)
+                .filter(|(_, m)| {
+                    m.join_ticket.is_none() && m.last_seen_ms + m.session_timeout_ms <= now_ms
+                })
                 .map(|(id, _)| id.clone())
                 .collect();
             for id in expired {
@@ -755,7 +768,8 @@ impl ClassicCoordinator {
                     .values()
                     .filter(|m| m.join_ticket.is_none())
                     .map(|m| m.last_seen_ms + m.session_timeout_ms);
-                let join = (g.state == ClassicState::PreparingRebalance).then_some(g.join_deadline_ms);
+                let join =
+                    (g.state == ClassicState::PreparingRebalance).then_some(g.join_deadline_ms);
                 sessions.chain(join).chain(g.pending.values().copied())
             })
             .min()

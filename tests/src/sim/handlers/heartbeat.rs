@@ -15,9 +15,11 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
     let now_ms = cluster.txn.now_ms();
     let code = match cluster.txn.gate(ApiKey::Heartbeat, &req.group_id, node) {
         Err(code) => code,
-        Ok(()) => cluster
-            .classic
-            .heartbeat(&req.group_id, &req.member_id, req.generation_id, now_ms),
+        Ok(()) => {
+            cluster
+                .classic
+                .heartbeat(&req.group_id, &req.member_id, req.generation_id, now_ms)
+        }
     };
     cluster.count_error(code.0);
     answer(

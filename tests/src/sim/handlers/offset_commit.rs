@@ -30,8 +30,11 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
             .classic
             .check_commit(group, &req.member_id, generation)
     } else {
-        let outcome =
-            gate.and_then(|()| cluster.groups.check_member(group, &req.member_id, generation));
+        let outcome = gate.and_then(|()| {
+            cluster
+                .groups
+                .check_member(group, &req.member_id, generation)
+        });
         match outcome {
             Ok(()) => cluster.groups.counters.commits += 1,
             Err(KafkaCode::UNKNOWN_MEMBER_ID | KafkaCode::STALE_MEMBER_EPOCH) => {

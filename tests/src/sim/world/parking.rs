@@ -12,7 +12,13 @@ use super::World;
 
 impl World {
     /// Parks connection `k` on `ticket`; `rest` are the requests read behind it.
-    pub(super) fn park(&mut self, k: (usize, u64), ticket: u64, api: ApiKey, rest: VecDeque<Frame>) {
+    pub(super) fn park(
+        &mut self,
+        k: (usize, u64),
+        ticket: u64,
+        api: ApiKey,
+        rest: VecDeque<Frame>,
+    ) {
         self.mix(11, k.1, ticket);
         self.parked.insert(ticket, (k, api));
         if let Some(c) = self.conns.get_mut(&k) {
@@ -46,7 +52,8 @@ impl World {
             let now = self.now;
             let c = self.conns.get_mut(&k).expect("checked");
             let at = c.to_client.back().map_or(now, |b| b.0).max(now + lat);
-            c.to_client.push_back((at, super::ToClient::Bytes(bytes, 0)));
+            c.to_client
+                .push_back((at, super::ToClient::Bytes(bytes, 0)));
         }
     }
 }
