@@ -86,13 +86,19 @@ struct Sweep {
     virtual_ms: u128,
 }
 
+/// Offsets of a commit: `((topic, partition), offset)`.
+type Offsets = Vec<((String, i32), i64)>;
+
+/// Who read each record: `(partition, offset)` → (its value, the readers).
+type Readers<'a> = BTreeMap<(i32, i64), (&'a [u8], Vec<&'a str>)>;
+
 /// A member with the scenario's own bookkeeping.
 struct Member {
     run: GroupRun,
     seen: usize,
     next_commit_ms: u128,
     /// Explicit commits in flight: id's debug form → offsets.
-    commits: BTreeMap<String, Vec<((String, i32), i64)>>,
+    commits: BTreeMap<String, Offsets>,
     failed_commits: u64,
 }
 
@@ -287,13 +293,13 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
     w.cluster.classic.initial_delay_ms = w.rng().below(100);
     w.cluster.groups.heartbeat_interval_ms = 150;
     w.cluster.groups.session_timeout_ms = 1_200;
-    let assignor = if seed % 2 == 0 {
+    let assignor = if seed.is_multiple_of(2) {
         "range"
     } else {
         "cooperative-sticky"
     };
     let long = story == Story::KillAndRestart && seed % 4 >= 2;
-    if story == Story::RebalanceDuringCommit && seed % 3 == 0 {
+    if story == Story::RebalanceDuringCommit && seed.is_multiple_of(3) {
         // The group's coordinator broker dies and comes back: parked joins and syncs
         // are answered NOT_COORDINATOR, the group reloads as last persisted; and
         // injected coordinator errors.
@@ -423,7 +429,7 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
         "seed {seed}: committed offsets {now:?} never reached the log ends {ends:?}"
     );
     // Every record read at least once, with the value written at its offset.
-    let mut read: BTreeMap<(i32, i64), (&[u8], Vec<&str>)> = BTreeMap::new();
+    let mut read: Readers = BTreeMap::new();
     let mut reads = 0;
     for m in &members {
         for (_, partition, offset, value) in &m.run.read {
