@@ -86,6 +86,12 @@ struct Sweep {
     virtual_ms: u128,
 }
 
+/// `SIM_VERBOSE` set: print every event and every change of the classic group.
+fn verbose() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SIM_VERBOSE").is_ok())
+}
+
 /// Offsets of a commit: `((topic, partition), offset)`.
 type Offsets = Vec<((String, i32), i64)>;
 
@@ -100,6 +106,8 @@ struct Member {
     /// Explicit commits in flight: id's debug form → offsets.
     commits: BTreeMap<String, Offsets>,
     failed_commits: u64,
+    /// Records it had handed out when the application closed it (it hands out no more).
+    read_at_close: Option<usize>,
 }
 
 struct Judge {
@@ -121,6 +129,18 @@ impl Judge {
         let seed = self.seed;
         let mut owners: BTreeMap<(String, i32), &str> = BTreeMap::new();
         for m in members {
+            if let Some(n) = m.read_at_close {
+                // Closed by the application: it processes nothing more (its
+                // `assignment()` still lists the partitions until the LeaveGroup answer;
+                // the coordinator may have handed them on already).
+                assert_eq!(
+                    m.run.read.len(),
+                    n,
+                    "seed {seed}: {} handed out records after close",
+                    m.run.name
+                );
+                continue;
+            }
             for tp in m.run.owned(w) {
                 if let Some(other) = owners.insert(tp.clone(), &m.run.name) {
                     panic!(
@@ -147,6 +167,19 @@ impl Judge {
         let seed = self.seed;
         let new: Vec<GroupEvent> = m.run.events[m.seen..].to_vec();
         m.seen = m.run.events.len();
+        if verbose() {
+            for e in &new {
+                let g = w.cluster.classic.groups.get(GROUP);
+                eprintln!(
+                    "{:?} {}: {e:?} (coordinator: {:?} gen {:?}, moves {})",
+                    w.elapsed(),
+                    m.run.name,
+                    g.map(|g| g.state),
+                    g.map(|g| g.generation),
+                    w.cluster.txn.counters.moves
+                );
+            }
+        }
         for e in new {
             match e {
                 GroupEvent::Committed { id, result } => {
@@ -231,6 +264,33 @@ fn commit(w: &mut World, m: &mut Member, offsets: Vec<((String, i32), i64)>) {
 /// Polls every member, reads their events, commits on their schedules, judges.
 fn tick(w: &mut World, members: &mut [Member], judge: &mut Judge) {
     let now_ms = w.elapsed().as_millis();
+    if verbose() {
+        let view = w.cluster.classic.groups.get(GROUP).map(|g| {
+            let ms: Vec<(String, bool, bool, u64)> = g
+                .members
+                .iter()
+                .map(|(id, m)| {
+                    (
+                        id.clone(),
+                        m.join_ticket.is_some(),
+                        m.sync_ticket.is_some(),
+                        m.last_seen_ms,
+                    )
+                })
+                .collect();
+            format!(
+                "{:?} gen {} leader {:?} members {ms:?} pending {:?} counters {:?}",
+                g.state, g.generation, g.leader, g.pending, w.cluster.classic.counters
+            )
+        });
+        thread_local!(static LAST: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) });
+        LAST.with(|l| {
+            if *l.borrow() != view {
+                eprintln!("{:?} coordinator: {view:?}", w.elapsed());
+                *l.borrow_mut() = view;
+            }
+        });
+    }
     for m in members.iter_mut() {
         m.run.poll(w);
         if m.run.done || m.run.killed {
@@ -274,6 +334,7 @@ fn start(w: &mut World, name: &str, protocol: Protocol, assignor: &str, long: bo
         next_commit_ms: 0,
         commits: BTreeMap::new(),
         failed_commits: 0,
+        read_at_close: None,
     }
 }
 
@@ -378,6 +439,7 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
             }
             (Story::RebalanceDuringCommit, 1) => {
                 let closer = w.rng().below(3) as usize;
+                members[closer].read_at_close = Some(members[closer].run.read.len());
                 members[closer].run.close(&mut w);
             }
             (Story::RebalanceDuringCommit, _) => {
