@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use bytes::Bytes;
 use kafka_core::protocol::{ApiKey, Uuid};
 
+use super::classic_state::ClassicCoordinator;
 use super::group_state::GroupCoordinator;
 use super::handlers::{self, Answer};
 use super::txn_state::TxnCoordinator;
@@ -151,6 +152,8 @@ pub struct SimCluster {
     pub txn: TxnCoordinator,
     /// The group coordinator's membership state (`group_state`, KIP-848 groups).
     pub groups: GroupCoordinator,
+    /// The classic groups' coordinator state (`classic_state`).
+    pub classic: ClassicCoordinator,
     /// Topics missing from the cluster for a while, with their logs (`topics.rs`).
     pub hidden: BTreeMap<String, Topic>,
     /// Answer UNKNOWN_PRODUCER_ID to a producer with no state on a partition whose
@@ -178,6 +181,7 @@ impl SimCluster {
             counters: Counters::default(),
             txn: TxnCoordinator::default(),
             groups: GroupCoordinator::default(),
+            classic: ClassicCoordinator::default(),
             hidden: BTreeMap::new(),
             strict_unknown_producers: false,
         }
@@ -349,6 +353,15 @@ impl SimCluster {
             ApiKey::ConsumerGroupHeartbeat => now(handlers::consumer_group_heartbeat::handle(
                 self, node, frame,
             )),
+            // Classic groups (classic_state).
+            ApiKey::JoinGroup => Some(Answer::classic(handlers::join_group::handle(
+                self, node, frame,
+            ))),
+            ApiKey::SyncGroup => Some(Answer::classic(handlers::sync_group::handle(
+                self, node, frame,
+            ))),
+            ApiKey::Heartbeat => now(handlers::heartbeat::handle(self, node, frame)),
+            ApiKey::LeaveGroup => now(handlers::leave_group::handle(self, node, frame)),
             other => panic!("the simulated cluster does not serve {other:?} yet"),
         }
     }

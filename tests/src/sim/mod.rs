@@ -3,11 +3,12 @@
 //! simulated network on a virtual clock (`world`), every choice drawn from one seed
 //! (`rng`); the bytes exchanged are the real wire format (`wire`). The transaction
 //! coordinator's state is `txn_state`, the group coordinator's (KIP-848 membership)
-//! `group_state`. Scenario helpers (`producing`, `transacting`,
+//! `group_state`, the classic groups' `classic_state`. Scenario helpers (`producing`, `transacting`,
 //! `draining`, `pipeline`, `grouping`) log every send and read into a history that the checker
 //! (`history`) judges. `serve` puts the same cluster on loopback sockets for the real
 //! adapters.
 
+pub mod classic_state;
 pub mod cluster;
 pub mod corrupt;
 pub mod draining;

@@ -188,6 +188,9 @@ fn serve(node: i32, mut socket: TcpStream, shared: &Shared) {
             let Some(answer) = answer else {
                 continue; // acks=0
             };
+            if answer.parked.is_some() {
+                return; // classic group joins are not served on loopback
+            }
             if answer.hold_ms > 0 {
                 thread::sleep(Duration::from_millis(answer.hold_ms));
             }

@@ -514,6 +514,8 @@ impl SimCluster {
         }
         self.groups
             .advance(self.txn.now_ms, self.txn.counters.moves);
+        self.classic
+            .advance(self.txn.now_ms, self.txn.counters.moves);
     }
 
     /// The running broker coordinating `key` (a transactional id or a group id).
@@ -529,8 +531,10 @@ impl SimCluster {
     pub fn next_due(&self) -> Option<Duration> {
         let txn = self.txn.next_due_ms();
         let groups = self.groups.next_due_ms();
+        let classic = self.classic.next_due_ms();
         txn.into_iter()
             .chain(groups)
+            .chain(classic)
             .min()
             .map(Duration::from_millis)
     }

@@ -17,7 +17,9 @@ use super::corrupt::{corrupt, CorruptCounters, Corruption};
 use super::links::{LinkCounters, LinkFaults};
 use super::rng::Rng;
 use super::throttle::{set_throttle, Throttling};
-use super::wire::take_frames;
+use super::wire::{take_frames, Frame};
+
+mod parking;
 
 /// Network faults, active while [`World::faults_on`] is set.
 #[derive(Debug, Clone)]
@@ -132,6 +134,11 @@ struct SimConn {
     throttled_until: Option<Instant>,
     /// Requests read in the current virtual second: `(second, count)`.
     window: (u64, u64),
+    /// A request parked by the cluster (a classic JoinGroup or SyncGroup): nothing more
+    /// is read until it is answered, as Kafka mutes a channel with a request in flight.
+    parked: Option<u64>,
+    /// Requests read behind the parked one, handled once it is answered.
+    held: VecDeque<Frame>,
 }
 
 /// Counts of what the network did.
@@ -209,6 +216,8 @@ pub struct World {
     deletions: Vec<(String, i32, i64)>,
     /// Values of records cut off by `LeaderLosesBatches`, until taken.
     lost_values: Vec<Vec<u8>>,
+    /// Parked requests by ticket: their connection and API (`world/parking.rs`).
+    parked: BTreeMap<u64, ((usize, u64), ApiKey)>,
 }
 
 impl World {
@@ -218,6 +227,7 @@ impl World {
         let origin = Instant::now(); // the virtual clock's origin; time then moves by hand
         let mut cluster = SimCluster::new(brokers);
         cluster.txn.reseed(seed);
+        cluster.classic.reseed(seed);
         World {
             seed,
             clients: Vec::new(),
@@ -244,6 +254,7 @@ impl World {
             killed: std::collections::BTreeSet::new(),
             deletions: Vec::new(),
             lost_values: Vec::new(),
+            parked: BTreeMap::new(),
         }
     }
 
@@ -441,6 +452,7 @@ impl World {
         }
         self.fire_schedule();
         self.cluster.advance(self.now - self.origin);
+        self.deliver_ready();
         self.deliver();
         for ci in 0..self.clients.len() {
             if self.killed.contains(&ci) {
@@ -472,8 +484,12 @@ impl World {
             if let Some((t, _)) = conn.opening {
                 consider(t);
             }
-            if let Some((t, _)) = conn.to_broker.front() {
-                consider(conn.muted_until.map_or(*t, |m| m.max(*t)));
+            if conn.parked.is_none() && !conn.dead {
+                let front = conn.to_broker.front().map(|(t, _)| *t);
+                let held = (!conn.held.is_empty()).then_some(self.now);
+                if let Some(t) = held.or(front) {
+                    consider(conn.muted_until.map_or(t, |m| m.max(t)));
+                }
             }
             if let Some((t, _)) = conn.to_client.front() {
                 consider(*t);
@@ -528,6 +544,8 @@ impl World {
                                 muted_until: None,
                                 throttled_until: None,
                                 window: (0, 0),
+                                parked: None,
+                                held: VecDeque::new(),
                             },
                         );
                     }
@@ -712,27 +730,32 @@ impl World {
             let Some(c) = self.conns.get_mut(&k) else {
                 return;
             };
-            if c.dead
-                || c.to_broker.front().is_none_or(|(t, _)| *t > self.now)
-                || c.muted_until.is_some_and(|m| m > self.now)
-            {
+            if c.dead || c.parked.is_some() || c.muted_until.is_some_and(|m| m > self.now) {
                 return;
             }
-            let (_, bytes) = c.to_broker.pop_front().expect("checked");
             let node = c.node;
-            if self.half_open(node) {
-                // The broker's host is unreachable: the bytes vanish, nothing is reset.
-                self.link_counters.requests_vanished += 1;
-                continue;
-            }
-            let c = self.conns.get_mut(&k).expect("still open");
-            c.broker_buf.extend_from_slice(&bytes);
-            let frames = match take_frames(&mut c.broker_buf) {
-                Ok(f) => f,
-                Err(bad) => panic!("seed {}: the client wrote a bad frame: {bad:?}", self.seed),
+            let frames: VecDeque<Frame> = if !c.held.is_empty() {
+                std::mem::take(&mut c.held)
+            } else {
+                if c.to_broker.front().is_none_or(|(t, _)| *t > self.now) {
+                    return;
+                }
+                let (_, bytes) = c.to_broker.pop_front().expect("checked");
+                if self.half_open(node) {
+                    // The broker's host is unreachable: the bytes vanish, nothing is reset.
+                    self.link_counters.requests_vanished += 1;
+                    continue;
+                }
+                let c = self.conns.get_mut(&k).expect("still open");
+                c.broker_buf.extend_from_slice(&bytes);
+                match take_frames(&mut c.broker_buf) {
+                    Ok(f) => f.into(),
+                    Err(bad) => panic!("seed {}: the client wrote a bad frame: {bad:?}", self.seed),
+                }
             };
             let second = (self.now - self.origin).as_secs();
-            for frame in frames {
+            let mut frames = frames;
+            while let Some(frame) = frames.pop_front() {
                 self.mix(7, k.1, frame.api as u64);
                 let c = self.conns.get_mut(&k).expect("still open");
                 c.window = match c.window {
@@ -748,7 +771,14 @@ impl World {
                     self.reset_from_broker(k);
                     return;
                 }
-                let Some(mut answer) = self.cluster.handle(node, &frame) else {
+                let answered = self.cluster.handle(node, &frame);
+                if let Some(ticket) = answered.as_ref().and_then(|a| a.parked) {
+                    self.park(k, ticket, frame.api, frames);
+                    self.deliver_ready();
+                    return;
+                }
+                self.deliver_ready();
+                let Some(mut answer) = answered else {
                     continue;
                 };
                 let mut throttle = 0;

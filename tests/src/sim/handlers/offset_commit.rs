@@ -3,7 +3,11 @@
 //! epoch STALE_MEMBER_EPOCH (`group_state::GroupCoordinator::check_member`); an epoch
 //! below 0 is accepted while the group has no members (an assign-mode consumer or an
 //! admin). Offsets go to the committed offsets `txn_state` keeps; v10+ names topics by
-//! id. A commit that moves an offset backwards is counted (the scenarios assert none).
+//! id. A classic group's member commits with its generation
+//! (`classic_state::ClassicCoordinator::check_commit`: UNKNOWN_MEMBER_ID,
+//! ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS while the generation awaits its
+//! assignment). A commit that moves an offset backwards is counted (the scenarios assert
+//! none).
 
 use kafka_core::protocol::messages::offset_commit::response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -18,21 +22,28 @@ use super::super::wire::{answer, Frame};
 pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
     let req: OffsetCommitRequest = frame.decode().expect("OffsetCommit decodes");
     let group = req.group_id.as_str();
-    let outcome = cluster
-        .txn
-        .gate(ApiKey::OffsetCommit, group, node)
-        .and_then(|()| {
+    let generation = req.generation_id_or_member_epoch;
+    let gate = cluster.txn.gate(ApiKey::OffsetCommit, group, node);
+    let outcome = if gate.is_ok() && cluster.classic.has(group) {
+        // A classic group: generation and member checks (`classic_state`).
+        cluster
+            .classic
+            .check_commit(group, &req.member_id, generation)
+    } else {
+        let outcome = gate.and_then(|()| {
             cluster
                 .groups
-                .check_member(group, &req.member_id, req.generation_id_or_member_epoch)
+                .check_member(group, &req.member_id, generation)
         });
-    match outcome {
-        Ok(()) => cluster.groups.counters.commits += 1,
-        Err(KafkaCode::UNKNOWN_MEMBER_ID | KafkaCode::STALE_MEMBER_EPOCH) => {
-            cluster.groups.counters.commits_refused += 1
+        match outcome {
+            Ok(()) => cluster.groups.counters.commits += 1,
+            Err(KafkaCode::UNKNOWN_MEMBER_ID | KafkaCode::STALE_MEMBER_EPOCH) => {
+                cluster.groups.counters.commits_refused += 1
+            }
+            Err(_) => {}
         }
-        Err(_) => {}
-    }
+        outcome
+    };
     let code = outcome.err().map_or(0, |c| c.0);
     let mut topics = Vec::new();
     for t in &req.topics {
