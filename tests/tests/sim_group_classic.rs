@@ -354,6 +354,10 @@ fn run(seed: u64, protocol: Protocol, story: Story, sweep: &mut Sweep) -> (u64, 
     w.cluster.classic.initial_delay_ms = w.rng().below(100);
     w.cluster.groups.heartbeat_interval_ms = 150;
     w.cluster.groups.session_timeout_ms = 1_200;
+    // KIP-848 targets at most every 100 ms (Kafka's `group.consumer.assignment.interval.ms`,
+    // 1 s by default): the stories' joins, closes and kills come 0.1-0.6 s apart, and the
+    // commits must race the rebalances they cause, not wait a second for them.
+    w.cluster.groups.assignment_interval_ms = 100;
     let assignor = if seed.is_multiple_of(2) {
         "range"
     } else {
