@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    kafka_fuzz::producer::run_transactional(data);
+    let _ = kafka_fuzz::producer::run_transactional(data);
 });

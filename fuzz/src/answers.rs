@@ -35,6 +35,20 @@ use kafka_core::protocol::messages::produce::response::{
 use kafka_core::protocol::messages::produce::{ProduceRequest, ProduceResponse};
 use kafka_core::protocol::messages::sasl_authenticate::SaslAuthenticateResponse;
 use kafka_core::protocol::messages::sasl_handshake::SaslHandshakeResponse;
+use kafka_core::protocol::messages::add_offsets_to_txn::AddOffsetsToTxnResponse;
+use kafka_core::protocol::messages::add_partitions_to_txn::response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_core::protocol::messages::add_partitions_to_txn::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+};
+use kafka_core::protocol::messages::end_txn::EndTxnResponse;
+use kafka_core::protocol::messages::txn_offset_commit::response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_core::protocol::messages::txn_offset_commit::{
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+};
 use kafka_core::protocol::{ApiKey, Uuid};
 use kafka_core::record::{BatchEncoder, BatchOptions, NewRecord};
 
@@ -119,8 +133,16 @@ fn built(to: &Seen, input: &mut Input) -> Vec<u8> {
         ApiKey::ListOffsets => frame(to, &list_offsets(to.decode(), input)),
         ApiKey::OffsetForLeaderEpoch => frame(to, &epochs(to.decode(), input)),
         ApiKey::InitProducerId => frame(to, &init_producer_id(input)),
-        ApiKey::FindCoordinator => frame(to, &find_coordinator(to.decode(), input)),
+        ApiKey::FindCoordinator => frame(to, &find_coordinator(to.decode(), to.version, input)),
         ApiKey::SaslHandshake => frame(to, &sasl_handshake(input)),
+        ApiKey::AddPartitionsToTxn => frame(to, &add_partitions(to.decode(), input)),
+        ApiKey::EndTxn => frame(to, &end_txn(input)),
+        ApiKey::AddOffsetsToTxn => frame(to, &AddOffsetsToTxnResponse {
+            throttle_time_ms: throttle(input),
+            error_code: coordinator_code(input),
+            ..Default::default()
+        }),
+        ApiKey::TxnOffsetCommit => frame(to, &txn_offset_commit(to.decode(), input)),
         ApiKey::SaslAuthenticate => frame(to, &sasl_authenticate(input)),
         _ => {
             let mut out = Vec::new();
@@ -179,8 +201,8 @@ pub fn api_versions(input: &mut Input) -> ApiVersionsResponse {
 
 fn node(input: &mut Input) -> i32 {
     match input.u8() % 8 {
-        0 => -1,
-        1 => 1 + input.below(5) as i32,
+        6 => -1,
+        7 => 1 + input.below(5) as i32,
         b => NODES[usize::from(b) % 3],
     }
 }
@@ -317,8 +339,8 @@ pub fn produce(req: Option<ProduceRequest>, input: &mut Input) -> ProduceRespons
 /// transactional and control flags), or raw bytes.
 pub fn records(input: &mut Input, offset: i64) -> Option<Bytes> {
     match input.u8() % 8 {
-        0 => return None,
-        1 => return Some(Bytes::copy_from_slice(input.bytes(96))),
+        6 => return None,
+        7 => return Some(Bytes::copy_from_slice(input.bytes(96))),
         _ => {}
     }
     let mut out = Vec::new();
@@ -367,7 +389,7 @@ pub fn fetch(req: Option<FetchRequest>, version: i16, input: &mut Input) -> Fetc
                 continue;
             }
             let error_code = if input.one_in(6) { input.error_code() } else { 0 };
-            let hw = p.fetch_offset.max(0) + input.below(8) as i64;
+            let hw = p.fetch_offset.max(0) + 16 - input.below(16) as i64;
             let mut d = PartitionData {
                 partition_index: if input.one_in(32) { input.epoch() } else { p.partition },
                 error_code,
@@ -484,6 +506,7 @@ pub fn init_producer_id(input: &mut Input) -> InitProducerIdResponse {
 /// A coordinator for every key asked for (both forms, v4+ batched).
 pub fn find_coordinator(
     req: Option<FindCoordinatorRequest>,
+    version: i16,
     input: &mut Input,
 ) -> FindCoordinatorResponse {
     let req = req.unwrap_or_default();
@@ -505,14 +528,22 @@ pub fn find_coordinator(
             }
         })
         .collect();
+    let throttle_time_ms = throttle(input);
+    if version >= 4 {
+        return FindCoordinatorResponse {
+            throttle_time_ms,
+            coordinators,
+            ..Default::default()
+        };
+    }
     let first = coordinators.first().cloned().unwrap_or_default();
     FindCoordinatorResponse {
-        throttle_time_ms: throttle(input),
+        throttle_time_ms,
         error_code: first.error_code,
+        error_message: first.error_message,
         node_id: first.node_id,
-        host: first.host.clone(),
+        host: first.host,
         port: first.port,
-        coordinators,
         ..Default::default()
     }
 }
@@ -535,6 +566,85 @@ pub fn sasl_authenticate(input: &mut Input) -> SaslAuthenticateResponse {
             1 => input.offset(),
             _ => 0,
         },
+        ..Default::default()
+    }
+}
+
+/// A coordinator's code: mostly none, else the ones transactions meet.
+fn coordinator_code(input: &mut Input) -> i16 {
+    const CODES: [i16; 8] = [15, 14, 16, 51, 47, 48, 53, 90];
+    match input.u8() % 8 {
+        6 => CODES[input.below(CODES.len())],
+        7 => input.error_code(),
+        _ => 0,
+    }
+}
+
+/// A result per partition added (the v3-and-below form; brokers use v4+ among
+/// themselves).
+pub fn add_partitions(
+    req: Option<AddPartitionsToTxnRequest>,
+    input: &mut Input,
+) -> AddPartitionsToTxnResponse {
+    let topics = req.map(|r| r.v3_and_below_topics).unwrap_or_default();
+    AddPartitionsToTxnResponse {
+        throttle_time_ms: throttle(input),
+        results_by_topic_v3_and_below: topics
+            .into_iter()
+            .map(|t| AddPartitionsToTxnTopicResult {
+                name: t.name,
+                results_by_partition: t
+                    .partitions
+                    .iter()
+                    .map(|&p| AddPartitionsToTxnPartitionResult {
+                        partition_index: p,
+                        partition_error_code: coordinator_code(input),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The transaction ended, or a coordinator's error.
+pub fn end_txn(input: &mut Input) -> EndTxnResponse {
+    EndTxnResponse {
+        throttle_time_ms: throttle(input),
+        error_code: coordinator_code(input),
+        producer_id: 1000,
+        producer_epoch: i16::from(input.u8() % 4),
+        ..Default::default()
+    }
+}
+
+/// A result per partition committed.
+pub fn txn_offset_commit(
+    req: Option<TxnOffsetCommitRequest>,
+    input: &mut Input,
+) -> TxnOffsetCommitResponse {
+    TxnOffsetCommitResponse {
+        throttle_time_ms: throttle(input),
+        topics: req
+            .map(|r| r.topics)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| TxnOffsetCommitResponseTopic {
+                name: t.name,
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| TxnOffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: coordinator_code(input),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
         ..Default::default()
     }
 }

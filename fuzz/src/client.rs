@@ -18,7 +18,7 @@ use kafka_core::protocol::messages::list_offsets::request::{
 use kafka_core::protocol::messages::list_offsets::ListOffsetsRequest;
 use kafka_core::protocol::messages::metadata::MetadataRequest;
 
-use crate::input::Input;
+use crate::input::{Input, STEP};
 use crate::net::{net_op, Net, ATTEMPT_BOUND};
 
 /// The application's opcodes (after the network's).
@@ -49,18 +49,22 @@ struct Sent {
     at: Instant,
     done: bool,
     discarded: bool,
+    ok: bool,
 }
 
-/// Runs one input.
-pub fn run(data: &[u8]) {
-    let mut input = Input::new(data);
+/// Runs one input; returns how many requests ended with a response (a seed's depth).
+pub fn run(data: &[u8]) -> usize {
+    let mut whole = Input::new(data);
+    let mut input = whole.chunk(STEP);
     let in_flight = (1 + input.below(5)).to_string();
     let (mut net, _) = Net::new(&[("max.in.flight.requests.per.connection", in_flight)]);
     let mut sent: Vec<Sent> = Vec::new();
     let mut steps = 0;
     net.drain(&mut input);
-    while !input.is_empty() && steps < MAX_STEPS {
+    while !whole.is_empty() && steps < MAX_STEPS {
+        let mut input = whole.chunk(STEP);
         let code = input.u8() % app_op::COUNT;
+        net.trace(&format!("action {code}"));
         match code {
             app_op::SEND => send(&mut net, &mut input, &mut sent),
             app_op::DISCARD => {
@@ -90,7 +94,7 @@ pub fn run(data: &[u8]) {
     for _ in 0..10_000 {
         collect(&mut net, &mut sent);
         if sent.iter().all(|s| s.done) {
-            return;
+            break;
         }
         if !net.jump() {
             break;
@@ -110,6 +114,7 @@ pub fn run(data: &[u8]) {
         "requests sent at {open:?} never ended with a silent cluster: {:?}",
         net.client
     );
+    sent.iter().filter(|s| s.ok).count()
 }
 
 fn send(net: &mut Net, input: &mut Input, sent: &mut Vec<Sent>) {
@@ -157,6 +162,7 @@ fn send(net: &mut Net, input: &mut Input, sent: &mut Vec<Sent>) {
         at: now,
         done: false,
         discarded: false,
+        ok: false,
     });
 }
 
@@ -189,12 +195,18 @@ fn collect(net: &mut Net, sent: &mut [Sent]) {
         assert!(!s.done, "a request finished twice");
         let c = &mut net.client;
         let (first, second) = match s.id {
-            Id::Metadata(id) => (c.take_response(id).is_some(), c.take_response(id).is_some()),
-            Id::ListOffsets(id) => (c.take_response(id).is_some(), c.take_response(id).is_some()),
-            Id::Groups(id) => (c.take_response(id).is_some(), c.take_response(id).is_some()),
-            Id::Cluster(id) => (c.take_response(id).is_some(), c.take_response(id).is_some()),
+            Id::Metadata(id) => taken(c.take_response(id), c.take_response(id)),
+            Id::ListOffsets(id) => taken(c.take_response(id), c.take_response(id)),
+            Id::Groups(id) => taken(c.take_response(id), c.take_response(id)),
+            Id::Cluster(id) => taken(c.take_response(id), c.take_response(id)),
         };
-        assert!(first && !second, "take_response gave {first}, then {second}");
+        assert!(first.is_some() && !second, "take_response gave {first:?}, then {second}");
+        s.ok = first == Some(true);
         s.done = true;
     }
+}
+
+/// The first `take_response` (whether it was a response), and whether a second gave one.
+fn taken<T, E>(first: Option<Result<T, E>>, second: Option<Result<T, E>>) -> (Option<bool>, bool) {
+    (first.map(|r| r.is_ok()), second.is_some())
 }

@@ -23,7 +23,7 @@ use kafka_core::protocol::messages::produce::ProduceRequest;
 use kafka_core::protocol::ApiKey;
 
 use crate::answers::{answer, Style};
-use crate::input::Input;
+use crate::input::{Input, STEP};
 use crate::wire::{body_of, throttle_of, Inbound, Seen};
 
 /// Action opcodes (the first byte of each step, modulo their count).
@@ -81,13 +81,15 @@ struct Run<'a> {
     /// Until when the owner's applied throttle may delay requests.
     throttled_until: Instant,
     failed: bool,
+    responses: usize,
 }
 
-/// Runs one input.
-pub fn run(data: &[u8]) {
+/// Runs one input; returns how many requests got a response (a seed's depth).
+pub fn run(data: &[u8]) -> usize {
     let mut input = Input::new(data);
+    let mut head = input.chunk(STEP);
     let origin = Instant::now();
-    let max_in_flight = 1 + input.below(5);
+    let max_in_flight = 1 + head.below(5);
     let cfg = ConnConfig {
         request_timeout: REQUEST_TIMEOUT,
         setup_timeout: SETUP_TIMEOUT,
@@ -96,7 +98,7 @@ pub fn run(data: &[u8]) {
         idle_timeout: Duration::from_millis(5000),
         ..ConnConfig::default()
     };
-    let auth = input.one_in(4).then(|| {
+    let auth = head.one_in(4).then(|| {
         Auth::new(
             Mechanism::Plain,
             CredentialSource::Static(SaslCredentials::UsernamePassword {
@@ -108,7 +110,7 @@ pub fn run(data: &[u8]) {
     });
     let conn = Connection::new(origin, Arc::new(cfg), auth);
     let mut run = Run {
-        input,
+        input: Input::new(&[]),
         origin,
         now: origin,
         conn,
@@ -123,15 +125,21 @@ pub fn run(data: &[u8]) {
         next_token: 1,
         throttled_until: origin,
         failed: false,
+        responses: 0,
     };
     run.drain();
     let mut steps = 0;
-    while !run.input.is_empty() && steps < MAX_STEPS {
+    while !input.is_empty() && steps < MAX_STEPS {
+        run.input = input.chunk(STEP);
+        if std::env::var("FUZZ_TRACE").is_ok() {
+            eprintln!("{:?} waiting {:?}", run.conn, run.peer.waiting.iter().map(|s| s.api).collect::<Vec<_>>());
+        }
         run.step();
         run.drain();
         steps += 1;
     }
     run.silence();
+    run.responses
 }
 
 impl Run<'_> {
@@ -273,6 +281,7 @@ impl Run<'_> {
                         let until = self.now + Duration::from_millis(ms as u64);
                         self.throttled_until = self.throttled_until.max(until);
                     }
+                    self.responses += 1;
                     *token
                 }
                 Completion::Sent { token } => *token,

@@ -14,7 +14,7 @@ use kafka_core::client::{Event, OpId};
 use kafka_core::consumer::{Consumer, ConsumerRecord};
 use kafka_core::protocol::ApiKey;
 
-use crate::input::Input;
+use crate::input::{Input, STEP};
 use crate::net::{net_op, Net};
 
 /// The application's opcodes (after the network's).
@@ -37,9 +37,10 @@ const MAX_STEPS: usize = 3000;
 const ANSWER_SLACK: usize = 64 * 1024;
 const PARTITIONS: [(&str, i32); 5] = [("t", 0), ("t", 1), ("t", 2), ("u", 0), ("t", 7)];
 
-/// Runs one input.
-pub fn run(data: &[u8]) {
-    let mut input = Input::new(data);
+/// Runs one input; returns how many records were polled (a seed's depth).
+pub fn run(data: &[u8]) -> usize {
+    let mut whole = Input::new(data);
+    let mut input = whole.chunk(STEP);
     let kbytes = 1 + input.below(32);
     let extra = vec![
         ("queued.max.messages.kbytes", kbytes.to_string()),
@@ -58,10 +59,13 @@ pub fn run(data: &[u8]) {
     let consumer = net.client.start_op(net.now, Consumer::new(&config));
     let mut finished = false;
     let mut closed = false;
+    let mut polled = 0;
     net.drain(&mut input);
     let mut steps = 0;
-    while !input.is_empty() && steps < MAX_STEPS && !finished {
+    while !whole.is_empty() && steps < MAX_STEPS && !finished {
+        let mut input = whole.chunk(STEP);
         let code = input.u8() % app_op::COUNT;
+        net.trace(&format!("action {code}"));
         let now = net.now;
         match code {
             app_op::ASSIGN => {
@@ -84,7 +88,7 @@ pub fn run(data: &[u8]) {
                     _ => c.rewind(t, p, offset),
                 });
             }
-            app_op::POLL => poll(&mut net, consumer),
+            app_op::POLL => polled += poll(&mut net, consumer),
             app_op::CLOSE => {
                 closed = true;
                 net.client.command(now, consumer, |c, cx| c.close(cx));
@@ -114,6 +118,7 @@ pub fn run(data: &[u8]) {
         check(&mut net, consumer, kbytes * 1024);
         net.events.clear();
     }
+    polled
 }
 
 fn check(net: &mut Net, consumer: OpId<Consumer>, budget: usize) {
@@ -131,9 +136,10 @@ fn check(net: &mut Net, consumer: OpId<Consumer>, budget: usize) {
 
 /// Polls once: per partition, offsets at or above the position before, increasing,
 /// and the position after past the last record.
-fn poll(net: &mut Net, consumer: OpId<Consumer>) {
+fn poll(net: &mut Net, consumer: OpId<Consumer>) -> usize {
     let now = net.now;
-    net.client.command(now, consumer, |c, _| {
+    net.client
+        .command(now, consumer, |c, _| {
         let before: BTreeMap<(String, i32), Option<i64>> = PARTITIONS
             .iter()
             .map(|&(t, p)| ((t.to_string(), p), c.position(t, p)))
@@ -160,5 +166,7 @@ fn poll(net: &mut Net, consumer: OpId<Consumer>) {
                 "{t}-{p}: position {pos:?} after handing out offset {off}"
             );
         }
-    });
+        out.len()
+    })
+    .unwrap_or(0)
 }

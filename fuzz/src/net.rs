@@ -123,11 +123,12 @@ impl Net {
         )
     }
 
-    fn pick(&self, input: &mut Input, open_only: bool) -> Option<u64> {
+    /// A socket chosen by the input among those `fit` accepts.
+    fn pick_where(&self, input: &mut Input, fit: impl Fn(&Sock) -> bool) -> Option<u64> {
         let ids: Vec<u64> = self
             .socks
             .iter()
-            .filter(|(_, s)| !open_only || matches!(s.phase, Phase::Open))
+            .filter(|(_, s)| fit(s))
             .map(|(id, _)| *id)
             .collect();
         (!ids.is_empty()).then(|| ids[input.below(ids.len())])
@@ -135,9 +136,10 @@ impl Net {
 
     /// One network action.
     pub fn step(&mut self, code: u8, input: &mut Input) {
+        self.trace(&format!("net action {code}"));
         match code {
             net_op::ANSWER | net_op::ANSWER_HELD | net_op::ANSWER_ANY => {
-                let Some(id) = self.pick(input, true) else {
+                let Some(id) = self.pick_where(input, |s| !s.waiting.is_empty()) else {
                     return;
                 };
                 let sock = self.socks.get_mut(&id).expect("picked");
@@ -165,7 +167,7 @@ impl Net {
                 }
             }
             net_op::DELIVER => {
-                let Some(id) = self.pick(input, true) else {
+                let Some(id) = self.pick_where(input, |s| !s.held.is_empty()) else {
                     return;
                 };
                 let sock = self.socks.get_mut(&id).expect("picked");
@@ -198,7 +200,7 @@ impl Net {
                 self.connect(id, !input.one_in(4));
             }
             net_op::CLOSE => {
-                if let Some(id) = self.pick(input, false) {
+                if let Some(id) = self.pick_where(input, |_| true) {
                     let cause = if input.one_in(2) {
                         SocketError::Reset
                     } else {
@@ -209,7 +211,7 @@ impl Net {
                 }
             }
             net_op::LOSE => {
-                if let Some(id) = self.pick(input, true) {
+                if let Some(id) = self.pick_where(input, |s| !s.waiting.is_empty()) {
                     let sock = self.socks.get_mut(&id).expect("picked");
                     if let Some(seen) = sock.waiting.pop_front() {
                         sock.lost.push(seen.api);
@@ -217,7 +219,7 @@ impl Net {
                 }
             }
             _ => {
-                if let Some(id) = self.pick(input, true) {
+                if let Some(id) = self.pick_where(input, |s| matches!(s.phase, Phase::Open)) {
                     let raw = input.bytes(32).to_vec();
                     self.client.handle_received(self.now, ConnId(id), &raw);
                 }
@@ -393,6 +395,29 @@ impl Net {
                     + s.lost.iter().filter(|a| **a == api).count()
             })
             .collect()
+    }
+
+    /// With `FUZZ_TRACE` set, prints what happens (for replaying a finding).
+    pub fn trace(&self, what: &str) {
+        if std::env::var_os("FUZZ_TRACE").is_some() {
+            let socks: Vec<String> = self
+                .socks
+                .iter()
+                .map(|(id, s)| {
+                    let phase = match s.phase {
+                        Phase::Connecting { .. } => "connecting",
+                        Phase::Open => "open",
+                    };
+                    let waiting: Vec<ApiKey> = s.waiting.iter().map(|r| r.api).collect();
+                    format!("{id} {phase} waiting {waiting:?} lost {:?}", s.lost)
+                })
+                .collect();
+            eprintln!(
+                "{:?} {what}: {socks:?} events {:?}",
+                self.now - self.origin,
+                self.events
+            );
+        }
     }
 
     /// Enters the final phase: nothing is answered any more (answers held back are

@@ -16,7 +16,7 @@ use kafka_core::client::{Event, OpId};
 use kafka_core::group::GroupMetadata;
 use kafka_core::producer::{FlushToken, Producer, ProducerRecord, Report, TxnOffset};
 
-use crate::input::Input;
+use crate::input::{Input, STEP};
 use crate::net::{net_op, Net, ATTEMPT_BOUND};
 
 /// The application's opcodes (after the network's).
@@ -45,6 +45,8 @@ struct Driver {
     pending: BTreeMap<(u64, u32), Instant>,
     /// Records reported.
     reported: u64,
+    /// Records acknowledged.
+    acked: u64,
     flushes: Vec<(FlushToken, Vec<(u64, u32)>)>,
     closed: bool,
     finished: bool,
@@ -52,18 +54,19 @@ struct Driver {
     txn_calls: usize,
 }
 
-/// Runs one input on an idempotent producer.
-pub fn run(data: &[u8]) {
-    drive(data, false);
+/// Runs one input on an idempotent producer; returns the records acknowledged.
+pub fn run(data: &[u8]) -> u64 {
+    drive(data, false)
 }
 
-/// Runs one input on a transactional producer.
-pub fn run_transactional(data: &[u8]) {
-    drive(data, true);
+/// Runs one input on a transactional producer; returns the records acknowledged.
+pub fn run_transactional(data: &[u8]) -> u64 {
+    drive(data, true)
 }
 
-fn drive(data: &[u8], transactional: bool) {
-    let mut input = Input::new(data);
+fn drive(data: &[u8], transactional: bool) -> u64 {
+    let mut whole = Input::new(data);
+    let mut input = whole.chunk(STEP);
     let mut extra = vec![
         ("linger.ms", input.below(20).to_string()),
         ("batch.size", (200 + input.below(2000)).to_string()),
@@ -82,13 +85,14 @@ fn drive(data: &[u8], transactional: bool) {
     }
     let (mut net, config) = Net::new(&extra);
     let Ok(producer) = Producer::new(&config) else {
-        return;
+        return 0;
     };
     let producer = net.client.start_op(net.now, producer);
     let mut d = Driver {
         producer,
         pending: BTreeMap::new(),
         reported: 0,
+        acked: 0,
         flushes: Vec::new(),
         closed: false,
         finished: false,
@@ -97,8 +101,10 @@ fn drive(data: &[u8], transactional: bool) {
     };
     net.drain(&mut input);
     let mut steps = 0;
-    while !input.is_empty() && steps < MAX_STEPS {
+    while !whole.is_empty() && steps < MAX_STEPS {
+        let mut input = whole.chunk(STEP);
         let code = input.u8() % app_op::COUNT;
+        net.trace(&format!("action {code}"));
         match code {
             app_op::SEND => d.send(&mut net, &mut input),
             app_op::FLUSH => {
@@ -153,6 +159,7 @@ fn drive(data: &[u8], transactional: bool) {
         "a closed producer with nothing left to report never finished"
     );
     assert!(d.txn_results <= d.txn_calls, "more transaction results than calls");
+    d.acked
 }
 
 impl Driver {
@@ -177,6 +184,7 @@ impl Driver {
         }
         let now = net.now;
         let out = net.client.command(now, self.producer, |p, cx| p.send(cx, &rec));
+        net.trace(&format!("send {topic} {len}: {out:?}"));
         if let Some(Ok(a)) = out {
             assert!(!self.closed, "a closed producer took a record");
             let fresh = self.pending.insert((a.batch.0, a.index), now).is_none();
@@ -248,6 +256,7 @@ impl Driver {
                     r.batch.0
                 );
                 self.reported += 1;
+                self.acked += u64::from(r.outcome.is_ok());
             }
         }
     }

@@ -68,8 +68,11 @@ impl Inbound {
 pub fn frame<M: Message>(to: &Seen, body: &M) -> Vec<u8> {
     let mut out = Vec::new();
     let mut encoded = Vec::new();
-    if body.encode_to(&mut encoded, to.version).is_err() {
+    if let Err(e) = body.encode_to(&mut encoded, to.version) {
         // A value the version cannot carry: the default message instead.
+        if std::env::var_os("FUZZ_TRACE").is_some() {
+            eprintln!("{} v{}: {e}; answered with the default", M::NAME, to.version);
+        }
         encoded.clear();
         let _ = M::default().encode_to(&mut encoded, to.version);
     }
