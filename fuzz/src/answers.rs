@@ -1,7 +1,7 @@
 //! Broker answers built from fuzz input: well-formed responses of the generated codecs
 //! whose fields (error codes, offsets, leaders, partitions, records) come from the
-//! input, so the fuzzer reaches deep into the machines; sometimes seeded samples, raw
-//! bytes or a corrupted frame.
+//! input, so the fuzzer reaches deep into the machines; sometimes the empty default
+//! response, raw bytes or a corrupted frame.
 
 use bytes::Bytes;
 use kafka_core::protocol::messages::api_versions::response::{ApiVersion, FinalizedFeatureKey};
@@ -53,7 +53,7 @@ use kafka_core::protocol::{ApiKey, Uuid};
 use kafka_core::record::{BatchEncoder, BatchOptions, NewRecord};
 
 use crate::input::Input;
-use crate::wire::{frame, raw_frame, sample_body, Seen};
+use crate::wire::{default_body, frame, raw_frame, Seen};
 
 /// The brokers every client-level target knows: node ids 1..=3 at `b<id>:9092`.
 pub const NODES: [i32; 3] = [1, 2, 3];
@@ -79,10 +79,11 @@ fn name_of(id: Uuid) -> String {
 /// How an answer is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
-    /// The API's builder with fields from the input (a seeded sample for APIs without one).
+    /// The API's builder with fields from the input (the default response for APIs
+    /// without one).
     Built,
-    /// A seeded sample of the response type: valid, but nothing a broker would say.
-    Sample,
+    /// The default response of the API: valid, but empty.
+    Empty,
     /// Raw input bytes as the body.
     Raw,
     /// A built answer with one byte changed.
@@ -94,7 +95,7 @@ impl Style {
     pub fn pick(input: &mut Input) -> Style {
         match input.u8() {
             0..=223 => Style::Built,
-            224..=235 => Style::Sample,
+            224..=235 => Style::Empty,
             236..=245 => Style::Raw,
             _ => Style::Corrupt,
         }
@@ -105,9 +106,9 @@ impl Style {
 pub fn answer(to: &Seen, input: &mut Input, style: Style) -> Vec<u8> {
     match style {
         Style::Built => built(to, input),
-        Style::Sample => {
+        Style::Empty => {
             let mut out = Vec::new();
-            raw_frame(to, &sample_body(to, input.u64()), &mut out);
+            raw_frame(to, &default_body(to), &mut out);
             out
         }
         Style::Raw => {
@@ -146,7 +147,7 @@ fn built(to: &Seen, input: &mut Input) -> Vec<u8> {
         ApiKey::SaslAuthenticate => frame(to, &sasl_authenticate(input)),
         _ => {
             let mut out = Vec::new();
-            raw_frame(to, &sample_body(to, input.u64()), &mut out);
+            raw_frame(to, &default_body(to), &mut out);
             out
         }
     }

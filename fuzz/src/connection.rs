@@ -1,5 +1,5 @@
 //! `machine_connection`: one [`Connection`] against a scripted peer. The input is a
-//! sequence of actions — answers (built, sampled, raw or corrupted; whole, held back
+//! sequence of actions — answers (built, empty, raw or corrupted; whole, held back
 //! or cut into chunks at any point), lost answers, answers out of order, time jumps,
 //! new requests (pinned, shaped, without response), cancels, closes and violations —
 //! with the invariants checked after every step, then a silent peer until every
@@ -206,11 +206,15 @@ impl Run<'_> {
         self.fire();
     }
 
-    /// Fires due timers; afterwards the next timer is in the future (no busy loop).
+    /// Fires due timers; afterwards the next timer is in the future (no busy loop). A
+    /// timer may come due through the first call's work (a request dispatched after a
+    /// throttle fails at once, the connection is then idle), hence a few calls.
     fn fire(&mut self) {
-        if self.conn.poll_timeout().is_some_and(|t| t <= self.now) {
-            self.conn.handle_timeout(self.now);
-            self.drain();
+        for _ in 0..3 {
+            if self.conn.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.conn.handle_timeout(self.now);
+                self.drain();
+            }
         }
         if let Some(t) = self.conn.poll_timeout() {
             assert!(

@@ -292,7 +292,7 @@ impl Net {
                     IoCommand::Connect {
                         conn, setup_timeout, ..
                     } => {
-                        // Any address: samples advertise brokers anywhere.
+                        // Any address: raw and corrupted answers advertise brokers anywhere.
                         assert!(
                             !self.socks.contains_key(&conn.0),
                             "connection id {} reused",

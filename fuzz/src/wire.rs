@@ -4,7 +4,6 @@
 use bytes::{Bytes, BytesMut};
 use kafka_core::protocol::messages::request_header::RequestHeader;
 use kafka_core::protocol::messages::response_header::ResponseHeader;
-use kafka_core::protocol::oracle::SampleRng;
 use kafka_core::protocol::{visit_message, ApiKey, Decodable, Direction, Message, MessageVisitor};
 
 /// One request the core wrote, as the broker reads it.
@@ -96,30 +95,21 @@ pub fn raw_frame(to: &Seen, body: &[u8], out: &mut Vec<u8>) {
     out[start..start + 4].copy_from_slice(&size.to_be_bytes());
 }
 
-/// A seeded, valid response body of any API at `to`'s version (the codecs' sample
-/// generator): strange but well-formed answers for the APIs without a builder.
-pub fn sample_body(to: &Seen, seed: u64) -> Vec<u8> {
-    struct Sample {
+/// The default response body of any API at `to`'s version (no error, nothing in it):
+/// the answer for APIs without a builder.
+pub fn default_body(to: &Seen) -> Vec<u8> {
+    struct Empty {
         version: i16,
-        seed: u64,
     }
-    impl MessageVisitor for Sample {
+    impl MessageVisitor for Empty {
         type Output = Vec<u8>;
         fn visit<M: Message>(self) -> Vec<u8> {
-            let msg = M::sample(&mut SampleRng::new(self.seed), self.version);
             let mut out = Vec::new();
-            let _ = msg.encode_to(&mut out, self.version);
+            let _ = M::default().encode_to(&mut out, self.version);
             out
         }
     }
-    visit_message(
-        to.api,
-        Direction::Response,
-        Sample {
-            version: to.version,
-            seed,
-        },
-    )
+    visit_message(to.api, Direction::Response, Empty { version: to.version })
 }
 
 /// The `throttle_time_ms` a response body carries, if it decodes and has one.
