@@ -4,11 +4,17 @@
 //! response, raw bytes or a corrupted frame.
 
 use bytes::Bytes;
+use kafka_core::protocol::messages::add_offsets_to_txn::AddOffsetsToTxnResponse;
+use kafka_core::protocol::messages::add_partitions_to_txn::response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_core::protocol::messages::add_partitions_to_txn::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+};
 use kafka_core::protocol::messages::api_versions::response::{ApiVersion, FinalizedFeatureKey};
 use kafka_core::protocol::messages::api_versions::ApiVersionsResponse;
-use kafka_core::protocol::messages::fetch::response::{
-    FetchableTopicResponse, PartitionData,
-};
+use kafka_core::protocol::messages::end_txn::EndTxnResponse;
+use kafka_core::protocol::messages::fetch::response::{FetchableTopicResponse, PartitionData};
 use kafka_core::protocol::messages::fetch::{FetchRequest, FetchResponse};
 use kafka_core::protocol::messages::find_coordinator::response::Coordinator;
 use kafka_core::protocol::messages::find_coordinator::{
@@ -35,14 +41,6 @@ use kafka_core::protocol::messages::produce::response::{
 use kafka_core::protocol::messages::produce::{ProduceRequest, ProduceResponse};
 use kafka_core::protocol::messages::sasl_authenticate::SaslAuthenticateResponse;
 use kafka_core::protocol::messages::sasl_handshake::SaslHandshakeResponse;
-use kafka_core::protocol::messages::add_offsets_to_txn::AddOffsetsToTxnResponse;
-use kafka_core::protocol::messages::add_partitions_to_txn::response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
-};
-use kafka_core::protocol::messages::add_partitions_to_txn::{
-    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
-};
-use kafka_core::protocol::messages::end_txn::EndTxnResponse;
 use kafka_core::protocol::messages::txn_offset_commit::response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
@@ -138,11 +136,14 @@ fn built(to: &Seen, input: &mut Input) -> Vec<u8> {
         ApiKey::SaslHandshake => frame(to, &sasl_handshake(input)),
         ApiKey::AddPartitionsToTxn => frame(to, &add_partitions(to.decode(), input)),
         ApiKey::EndTxn => frame(to, &end_txn(input)),
-        ApiKey::AddOffsetsToTxn => frame(to, &AddOffsetsToTxnResponse {
-            throttle_time_ms: throttle(input),
-            error_code: coordinator_code(input),
-            ..Default::default()
-        }),
+        ApiKey::AddOffsetsToTxn => frame(
+            to,
+            &AddOffsetsToTxnResponse {
+                throttle_time_ms: throttle(input),
+                error_code: coordinator_code(input),
+                ..Default::default()
+            },
+        ),
         ApiKey::TxnOffsetCommit => frame(to, &txn_offset_commit(to.decode(), input)),
         ApiKey::SaslAuthenticate => frame(to, &sasl_authenticate(input)),
         _ => {
@@ -254,7 +255,11 @@ pub fn metadata(req: Option<MetadataRequest>, input: &mut Input) -> MetadataResp
                 topic_id: id,
                 partitions: (0..count)
                     .map(|p| MetadataResponsePartition {
-                        error_code: if input.one_in(16) { input.error_code() } else { 0 },
+                        error_code: if input.one_in(16) {
+                            input.error_code()
+                        } else {
+                            0
+                        },
                         partition_index: p,
                         leader_id: node(input),
                         leader_epoch: input.epoch(),
@@ -288,7 +293,11 @@ pub fn produce(req: Option<ProduceRequest>, input: &mut Input) -> ProduceRespons
                 continue;
             }
             let mut r = PartitionProduceResponse {
-                index: if input.one_in(32) { input.epoch() } else { p.index },
+                index: if input.one_in(32) {
+                    input.epoch()
+                } else {
+                    p.index
+                },
                 error_code: input.error_code(),
                 base_offset: input.offset(),
                 log_append_time_ms: -1,
@@ -383,22 +392,38 @@ pub fn fetch(req: Option<FetchRequest>, version: i16, input: &mut Input) -> Fetc
     let req = req.unwrap_or_default();
     let mut responses = Vec::new();
     for t in &req.topics {
-        let name = if version >= 13 { String::new() } else { t.topic.clone() };
+        let name = if version >= 13 {
+            String::new()
+        } else {
+            t.topic.clone()
+        };
         let mut partitions = Vec::new();
         for p in &t.partitions {
             if input.one_in(8) {
                 continue;
             }
-            let error_code = if input.one_in(6) { input.error_code() } else { 0 };
+            let error_code = if input.one_in(6) {
+                input.error_code()
+            } else {
+                0
+            };
             let hw = p.fetch_offset.max(0) + 16 - input.below(16) as i64;
             let mut d = PartitionData {
-                partition_index: if input.one_in(32) { input.epoch() } else { p.partition },
+                partition_index: if input.one_in(32) {
+                    input.epoch()
+                } else {
+                    p.partition
+                },
                 error_code,
                 high_watermark: if input.one_in(16) { input.offset() } else { hw },
                 last_stable_offset: if input.one_in(4) { input.offset() } else { hw },
                 log_start_offset: 0,
                 preferred_read_replica: if input.one_in(16) { node(input) } else { -1 },
-                records: if error_code == 0 { records(input, p.fetch_offset) } else { None },
+                records: if error_code == 0 {
+                    records(input, p.fetch_offset)
+                } else {
+                    None
+                },
                 ..Default::default()
             };
             d.diverging_epoch.epoch = -1;
@@ -422,7 +447,11 @@ pub fn fetch(req: Option<FetchRequest>, version: i16, input: &mut Input) -> Fetc
     }
     FetchResponse {
         throttle_time_ms: throttle(input),
-        error_code: if input.one_in(16) { input.error_code() } else { 0 },
+        error_code: if input.one_in(16) {
+            input.error_code()
+        } else {
+            0
+        },
         session_id: match input.u8() % 4 {
             0 => 0,
             1 => input.u32() as i32,
@@ -448,7 +477,11 @@ pub fn list_offsets(req: Option<ListOffsetsRequest>, input: &mut Input) -> ListO
                     .iter()
                     .map(|p| ListOffsetsPartitionResponse {
                         partition_index: p.partition_index,
-                        error_code: if input.one_in(6) { input.error_code() } else { 0 },
+                        error_code: if input.one_in(6) {
+                            input.error_code()
+                        } else {
+                            0
+                        },
                         timestamp: -1,
                         offset: input.offset(),
                         leader_epoch: input.epoch(),
@@ -479,9 +512,17 @@ pub fn epochs(
                     .partitions
                     .iter()
                     .map(|p| EpochEndOffset {
-                        error_code: if input.one_in(6) { input.error_code() } else { 0 },
+                        error_code: if input.one_in(6) {
+                            input.error_code()
+                        } else {
+                            0
+                        },
                         partition: p.partition,
-                        leader_epoch: if input.one_in(4) { input.epoch() } else { p.leader_epoch },
+                        leader_epoch: if input.one_in(4) {
+                            input.epoch()
+                        } else {
+                            p.leader_epoch
+                        },
                         end_offset: input.offset(),
                         ..Default::default()
                     })
@@ -497,9 +538,21 @@ pub fn epochs(
 pub fn init_producer_id(input: &mut Input) -> InitProducerIdResponse {
     InitProducerIdResponse {
         throttle_time_ms: throttle(input),
-        error_code: if input.one_in(4) { input.error_code() } else { 0 },
-        producer_id: if input.one_in(16) { input.offset() } else { 1000 },
-        producer_epoch: if input.one_in(16) { input.u16() as i16 } else { i16::from(input.u8() % 4) },
+        error_code: if input.one_in(4) {
+            input.error_code()
+        } else {
+            0
+        },
+        producer_id: if input.one_in(16) {
+            input.offset()
+        } else {
+            1000
+        },
+        producer_epoch: if input.one_in(16) {
+            input.u16() as i16
+        } else {
+            i16::from(input.u8() % 4)
+        },
         ..Default::default()
     }
 }
@@ -524,7 +577,11 @@ pub fn find_coordinator(
                 node_id: id,
                 host: format!("b{id}"),
                 port: 9092,
-                error_code: if input.one_in(6) { input.error_code() } else { 0 },
+                error_code: if input.one_in(6) {
+                    input.error_code()
+                } else {
+                    0
+                },
                 ..Default::default()
             }
         })
@@ -552,8 +609,16 @@ pub fn find_coordinator(
 /// PLAIN offered (or, rarely, an error or nothing).
 pub fn sasl_handshake(input: &mut Input) -> SaslHandshakeResponse {
     SaslHandshakeResponse {
-        error_code: if input.one_in(8) { input.error_code() } else { 0 },
-        mechanisms: if input.one_in(8) { vec![] } else { vec!["PLAIN".into()] },
+        error_code: if input.one_in(8) {
+            input.error_code()
+        } else {
+            0
+        },
+        mechanisms: if input.one_in(8) {
+            vec![]
+        } else {
+            vec!["PLAIN".into()]
+        },
         ..Default::default()
     }
 }
@@ -561,7 +626,11 @@ pub fn sasl_handshake(input: &mut Input) -> SaslHandshakeResponse {
 /// Authenticated, with a session lifetime from the input (KIP-368 re-authentication).
 pub fn sasl_authenticate(input: &mut Input) -> SaslAuthenticateResponse {
     SaslAuthenticateResponse {
-        error_code: if input.one_in(8) { input.error_code() } else { 0 },
+        error_code: if input.one_in(8) {
+            input.error_code()
+        } else {
+            0
+        },
         session_lifetime_ms: match input.u8() % 4 {
             0 => i64::from(input.u16()),
             1 => input.offset(),

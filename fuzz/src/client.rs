@@ -77,7 +77,9 @@ pub fn run(data: &[u8]) -> usize {
                 }
             }
             app_op::INVALIDATE => match input.u8() % 3 {
-                0 => net.client.invalidate_leader(net.now, "t", input.below(3) as i32),
+                0 => net
+                    .client
+                    .invalidate_leader(net.now, "t", input.below(3) as i32),
                 1 => net.client.invalidate_coordinator("g"),
                 _ => net.client.request_metadata(net.now, ["u".to_string()]),
             },
@@ -108,7 +110,11 @@ pub fn run(data: &[u8]) -> usize {
         );
     }
     collect(&mut net, &mut sent);
-    let open: Vec<_> = sent.iter().filter(|s| !s.done).map(|s| s.at - net.origin).collect();
+    let open: Vec<_> = sent
+        .iter()
+        .filter(|s| !s.done)
+        .map(|s| s.at - net.origin)
+        .collect();
     assert!(
         open.is_empty(),
         "requests sent at {open:?} never ended with a silent cluster: {:?}",
@@ -200,7 +206,10 @@ fn collect(net: &mut Net, sent: &mut [Sent]) {
             Id::Groups(id) => taken(c.take_response(id), c.take_response(id)),
             Id::Cluster(id) => taken(c.take_response(id), c.take_response(id)),
         };
-        assert!(first.is_some() && !second, "take_response gave {first:?}, then {second}");
+        assert!(
+            first.is_some() && !second,
+            "take_response gave {first:?}, then {second}"
+        );
         s.ok = first == Some(true);
         s.done = true;
     }

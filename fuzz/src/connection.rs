@@ -132,7 +132,11 @@ pub fn run(data: &[u8]) -> usize {
     while !input.is_empty() && steps < MAX_STEPS {
         run.input = input.chunk(STEP);
         if std::env::var("FUZZ_TRACE").is_ok() {
-            eprintln!("{:?} waiting {:?}", run.conn, run.peer.waiting.iter().map(|s| s.api).collect::<Vec<_>>());
+            eprintln!(
+                "{:?} waiting {:?}",
+                run.conn,
+                run.peer.waiting.iter().map(|s| s.api).collect::<Vec<_>>()
+            );
         }
         run.step();
         run.drain();
@@ -319,7 +323,10 @@ impl Run<'_> {
                 "a failed connection left requests unfinished: {:?}",
                 self.conn
             );
-            assert!(self.conn.poll_timeout().is_none(), "a failed connection arms a timer");
+            assert!(
+                self.conn.poll_timeout().is_none(),
+                "a failed connection arms a timer"
+            );
         } else {
             // Answered or lost, every written request counts against the window until
             // its answer is read (held-back bytes are not read yet).
@@ -357,7 +364,12 @@ impl Run<'_> {
             self.fire();
             self.drain();
         }
-        let open: Vec<u64> = self.tokens.iter().filter(|(_, d)| !**d).map(|(t, _)| *t).collect();
+        let open: Vec<u64> = self
+            .tokens
+            .iter()
+            .filter(|(_, d)| !**d)
+            .map(|(t, _)| *t)
+            .collect();
         assert!(
             open.is_empty(),
             "requests {open:?} never ended with a silent peer: {:?}",

@@ -69,8 +69,11 @@ pub fn run(data: &[u8]) -> usize {
         let now = net.now;
         match code {
             app_op::ASSIGN => {
-                let chosen: Vec<(&str, i32)> =
-                    PARTITIONS.iter().copied().filter(|_| !input.one_in(2)).collect();
+                let chosen: Vec<(&str, i32)> = PARTITIONS
+                    .iter()
+                    .copied()
+                    .filter(|_| !input.one_in(2))
+                    .collect();
                 net.client
                     .command(now, consumer, |c, cx| c.assign(cx, chosen.iter().copied()));
             }
@@ -140,33 +143,33 @@ fn poll(net: &mut Net, consumer: OpId<Consumer>) -> usize {
     let now = net.now;
     net.client
         .command(now, consumer, |c, _| {
-        let before: BTreeMap<(String, i32), Option<i64>> = PARTITIONS
-            .iter()
-            .map(|&(t, p)| ((t.to_string(), p), c.position(t, p)))
-            .collect();
-        let mut out: Vec<ConsumerRecord> = Vec::new();
-        c.poll(&mut out);
-        let mut last: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        for r in &out {
-            let key = (r.topic.to_string(), r.partition);
-            let position = before.get(&key).copied().flatten();
-            assert!(
-                position.is_some_and(|pos| r.offset >= pos),
-                "record at {} of {key:?} handed out with position {position:?}",
-                r.offset
-            );
-            if let Some(prev) = last.insert(key.clone(), r.offset) {
-                assert!(r.offset > prev, "{key:?}: offset {} after {prev}", r.offset);
+            let before: BTreeMap<(String, i32), Option<i64>> = PARTITIONS
+                .iter()
+                .map(|&(t, p)| ((t.to_string(), p), c.position(t, p)))
+                .collect();
+            let mut out: Vec<ConsumerRecord> = Vec::new();
+            c.poll(&mut out);
+            let mut last: BTreeMap<(String, i32), i64> = BTreeMap::new();
+            for r in &out {
+                let key = (r.topic.to_string(), r.partition);
+                let position = before.get(&key).copied().flatten();
+                assert!(
+                    position.is_some_and(|pos| r.offset >= pos),
+                    "record at {} of {key:?} handed out with position {position:?}",
+                    r.offset
+                );
+                if let Some(prev) = last.insert(key.clone(), r.offset) {
+                    assert!(r.offset > prev, "{key:?}: offset {} after {prev}", r.offset);
+                }
             }
-        }
-        for ((t, p), off) in last {
-            let pos = c.position(&t, p);
-            assert!(
-                pos.is_some_and(|pos| pos > off),
-                "{t}-{p}: position {pos:?} after handing out offset {off}"
-            );
-        }
-        out.len()
-    })
-    .unwrap_or(0)
+            for ((t, p), off) in last {
+                let pos = c.position(&t, p);
+                assert!(
+                    pos.is_some_and(|pos| pos > off),
+                    "{t}-{p}: position {pos:?} after handing out offset {off}"
+                );
+            }
+            out.len()
+        })
+        .unwrap_or(0)
 }

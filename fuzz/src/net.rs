@@ -100,8 +100,10 @@ pub struct Net {
 impl Net {
     /// A client made from [`BASE_SETTINGS`] and `extra` (later keys win).
     pub fn new(extra: &[(&str, String)]) -> (Net, ClientConfig) {
-        let mut pairs: Vec<(&str, String)> =
-            BASE_SETTINGS.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        let mut pairs: Vec<(&str, String)> = BASE_SETTINGS
+            .iter()
+            .map(|(k, v)| (*k, v.to_string()))
+            .collect();
         pairs.extend(extra.iter().cloned());
         let config = ClientConfig::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())))
             .expect("fuzz client settings");
@@ -235,7 +237,8 @@ impl Net {
             self.client.handle_connected(self.now, ConnId(id));
         } else {
             self.socks.remove(&id);
-            self.client.handle_closed(self.now, ConnId(id), SocketError::Refused);
+            self.client
+                .handle_closed(self.now, ConnId(id), SocketError::Refused);
         }
     }
 
@@ -255,7 +258,9 @@ impl Net {
         let timed_out: Vec<u64> = self
             .socks
             .iter()
-            .filter(|(_, s)| matches!(s.phase, Phase::Connecting { deadline } if deadline <= self.now))
+            .filter(
+                |(_, s)| matches!(s.phase, Phase::Connecting { deadline } if deadline <= self.now),
+            )
             .map(|(id, _)| *id)
             .collect();
         for id in timed_out {
@@ -290,7 +295,9 @@ impl Net {
                 busy = true;
                 match cmd {
                     IoCommand::Connect {
-                        conn, setup_timeout, ..
+                        conn,
+                        setup_timeout,
+                        ..
                     } => {
                         // Any address: raw and corrupted answers advertise brokers anywhere.
                         assert!(
@@ -375,10 +382,8 @@ impl Net {
             );
         }
         let armed = self.client.timers_armed();
-        let owners = self.socks.len()
-            + self.client.requests_pending()
-            + self.client.ops_running()
-            + 1;
+        let owners =
+            self.socks.len() + self.client.requests_pending() + self.client.ops_running() + 1;
         assert!(
             armed <= owners,
             "{armed} timers armed for {owners} possible owners: {:?}",

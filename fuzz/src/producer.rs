@@ -71,8 +71,14 @@ fn drive(data: &[u8], transactional: bool) -> u64 {
         ("linger.ms", input.below(20).to_string()),
         ("batch.size", (200 + input.below(2000)).to_string()),
         ("buffer.memory", (4096 + input.below(60_000)).to_string()),
-        ("max.in.flight.requests.per.connection", (1 + input.below(5)).to_string()),
-        ("delivery.timeout.ms", DELIVERY_TIMEOUT.as_millis().to_string()),
+        (
+            "max.in.flight.requests.per.connection",
+            (1 + input.below(5)).to_string(),
+        ),
+        (
+            "delivery.timeout.ms",
+            DELIVERY_TIMEOUT.as_millis().to_string(),
+        ),
         ("max.request.size", (1000 + input.below(4000)).to_string()),
     ];
     if input.one_in(4) {
@@ -158,7 +164,10 @@ fn drive(data: &[u8], transactional: bool) -> u64 {
         !d.closed || d.finished || transactional,
         "a closed producer with nothing left to report never finished"
     );
-    assert!(d.txn_results <= d.txn_calls, "more transaction results than calls");
+    assert!(
+        d.txn_results <= d.txn_calls,
+        "more transaction results than calls"
+    );
     d.acked
 }
 
@@ -183,7 +192,9 @@ impl Driver {
             _ => {}
         }
         let now = net.now;
-        let out = net.client.command(now, self.producer, |p, cx| p.send(cx, &rec));
+        let out = net
+            .client
+            .command(now, self.producer, |p, cx| p.send(cx, &rec));
         net.trace(&format!("send {topic} {len}: {out:?}"));
         if let Some(Ok(a)) = out {
             assert!(!self.closed, "a closed producer took a record");
@@ -286,8 +297,15 @@ impl Driver {
         if done.iter().flatten().any(|k| self.pending.contains_key(k)) {
             // Reports may wait in the machine until taken.
             self.take(net);
-            let still = done.iter().flatten().filter(|k| self.pending.contains_key(k)).count();
-            assert_eq!(still, 0, "flushed with {still} records before it unreported");
+            let still = done
+                .iter()
+                .flatten()
+                .filter(|k| self.pending.contains_key(k))
+                .count();
+            assert_eq!(
+                still, 0,
+                "flushed with {still} records before it unreported"
+            );
         }
         self.flushes.retain(|(t, _)| {
             net.client
@@ -303,7 +321,10 @@ impl Driver {
             let notified_before = self.pending.len();
             self.take(net);
             let overdue = self.pending.values().filter(|at| late(at)).count();
-            assert_eq!(overdue, 0, "{overdue} records past delivery.timeout.ms unreported");
+            assert_eq!(
+                overdue, 0,
+                "{overdue} records past delivery.timeout.ms unreported"
+            );
             panic!(
                 "{} records reported past their deadline without a notify",
                 notified_before - self.pending.len()

@@ -75,7 +75,9 @@ pub fn connection_seeds() -> Vec<(&'static str, Vec<u8>)> {
     raw.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
     raw.extend_from_slice(&0i32.to_be_bytes());
     raw.extend_from_slice(&body);
-    let vector = Script::new(&[0, 0]).step(op::RAW, &raw).step(op::TIME, &[2]);
+    let vector = Script::new(&[0, 0])
+        .step(op::RAW, &raw)
+        .step(op::TIME, &[2]);
     vec![("plain", plain.0), ("sasl", sasl.0), ("vector", vector.0)]
 }
 
@@ -98,7 +100,10 @@ const PRODUCER: &[u8] = &[5, 3, 232, 10, 0, 2, 10, 0, 0];
 fn records(mut s: Script, n: u8) -> Script {
     for p in 0..n {
         // Topic t, 20 bytes of 'v', explicit partition p.
-        s = answers(s.step(producer::app_op::SEND, &[2, 0, 20, b'v', 0, 1, p % 3]), 2);
+        s = answers(
+            s.step(producer::app_op::SEND, &[2, 0, 20, b'v', 0, 1, p % 3]),
+            2,
+        );
     }
     s
 }
@@ -148,7 +153,8 @@ mod tests {
     fn transactions(data: &[u8]) -> usize {
         producer::run_transactional(data) as usize
     }
-    const TARGETS: [(&str, Seeds, fn(&[u8]) -> usize); 5] = [
+    type Driver = fn(&[u8]) -> usize;
+    const TARGETS: [(&str, Seeds, Driver); 5] = [
         ("machine_connection", connection_seeds, connection::run),
         ("machine_client", client_seeds, client::run),
         ("machine_producer", producer_seeds, producer),
@@ -173,7 +179,10 @@ mod tests {
                 let depth = run(&data);
                 eprintln!("{name} seed {seed}: depth {depth}");
                 // The vector seed's Kafka sample answer refuses negotiation (error 1).
-                assert!(depth > 0 || seed == "vector", "{name} seed {seed} reached nothing");
+                assert!(
+                    depth > 0 || seed == "vector",
+                    "{name} seed {seed} reached nothing"
+                );
             }
             for i in 0..runs {
                 let len = 16 + (i * 37) % 2000;

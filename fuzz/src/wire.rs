@@ -70,7 +70,11 @@ pub fn frame<M: Message>(to: &Seen, body: &M) -> Vec<u8> {
     if let Err(e) = body.encode_to(&mut encoded, to.version) {
         // A value the version cannot carry: the default message instead.
         if std::env::var_os("FUZZ_TRACE").is_some() {
-            eprintln!("{} v{}: {e}; answered with the default", M::NAME, to.version);
+            eprintln!(
+                "{} v{}: {e}; answered with the default",
+                M::NAME,
+                to.version
+            );
         }
         encoded.clear();
         let _ = M::default().encode_to(&mut encoded, to.version);
@@ -109,7 +113,13 @@ pub fn default_body(to: &Seen) -> Vec<u8> {
             out
         }
     }
-    visit_message(to.api, Direction::Response, Empty { version: to.version })
+    visit_message(
+        to.api,
+        Direction::Response,
+        Empty {
+            version: to.version,
+        },
+    )
 }
 
 /// The `throttle_time_ms` a response body carries, if it decodes and has one.
