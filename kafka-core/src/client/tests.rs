@@ -600,7 +600,10 @@ fn a_request_waiting_out_a_longer_reconnect_backoff_ends_at_its_timeout() {
     h.io();
     let (conn, _, _) = h.connecting.remove(0);
     h.client.handle_closed(h.now, conn, "connection refused");
-    assert!(h.client.take_response(first).is_some(), "no retries: it failed");
+    assert!(
+        h.client.take_response(first).is_some(),
+        "no retries: it failed"
+    );
     let opts = RequestOptions::default().timeout(Duration::from_millis(1000));
     let id = h.client.send_with(
         h.now,
