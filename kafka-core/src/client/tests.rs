@@ -586,6 +586,7 @@ mod setup_timeout;
 /// in the past on every pass while the backoff (longer than the request's timeout)
 /// lasted, and `handle_timeout` popped and re-armed that timer forever.
 #[test]
+#[allow(clippy::disallowed_methods)] // a thread only to see a hang end the test
 fn a_request_waiting_out_a_longer_reconnect_backoff_ends_at_its_timeout() {
     use crate::protocol::messages::describe_cluster::DescribeClusterRequest;
 
