@@ -268,7 +268,7 @@ impl Net {
             self.client
                 .handle_closed(self.now, ConnId(id), SocketError::ConnectTimedOut);
         }
-        for _ in 0..3 {
+        for _ in 0..50 {
             if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
                 self.client.handle_timeout(self.now);
                 self.drain(&mut Input::new(&[]));
@@ -277,7 +277,7 @@ impl Net {
         if let Some(t) = self.client.poll_timeout() {
             assert!(
                 t > self.now,
-                "poll_timeout at {:?} not after now {:?} after three handle_timeout calls: busy loop ({:?})",
+                "poll_timeout at {:?} not after now {:?} after 50 handle_timeout calls: busy loop ({:?})",
                 t.saturating_duration_since(self.origin),
                 self.now - self.origin,
                 self.client
