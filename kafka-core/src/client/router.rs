@@ -124,6 +124,17 @@ impl Client {
             Target::Node(node) => {
                 if let Some(&(_, until)) = self.node_failures.get(&node) {
                     if until > now {
+                        // Waiting out the backoff is waiting for a route: it ends at the
+                        // request's give-up time like any other (a give-up time left in
+                        // the past would re-arm its timer forever).
+                        if p.give_up_at.is_some_and(|t| t <= now) {
+                            let reason = format!("broker {node} is in its reconnect backoff");
+                            if let Some(q) = self.node_waiters.get_mut(&node) {
+                                q.retain(|&w| w != id);
+                            }
+                            self.finish(id, Err(RequestError::NoRoute(reason)));
+                            return;
+                        }
                         p.retry_at = Some(until);
                         let give_up = *p.give_up_at.get_or_insert(now + wait);
                         self.timers.set(Timer::Parked(id), Some(until.min(give_up)));

@@ -580,3 +580,54 @@ fn a_refresh_asked_for_while_one_is_in_flight_is_sent_after_it_not_lost() {
 mod failures;
 mod machines;
 mod setup_timeout;
+
+/// A request routed to a node in its reconnect backoff waits at most its own timeout:
+/// past it, it ends (naming the backoff). Before the fix its give-up time was re-armed
+/// in the past on every pass while the backoff (longer than the request's timeout)
+/// lasted, and `handle_timeout` popped and re-armed that timer forever.
+#[test]
+#[allow(clippy::disallowed_methods)] // a thread only to see a hang end the test
+fn a_request_waiting_out_a_longer_reconnect_backoff_ends_at_its_timeout() {
+    use crate::protocol::messages::describe_cluster::DescribeClusterRequest;
+
+    let mut h = Harness::with(&[
+        ("reconnect.backoff.ms", "5000"),
+        ("reconnect.backoff.max.ms", "5000"),
+        ("retries", "0"),
+    ]);
+    let first = h
+        .client
+        .send(h.now, Route::Broker(-1), DescribeClusterRequest::default());
+    h.io();
+    let (conn, _, _) = h.connecting.remove(0);
+    h.client.handle_closed(h.now, conn, "connection refused");
+    assert!(
+        h.client.take_response(first).is_some(),
+        "no retries: it failed"
+    );
+    let opts = RequestOptions::default().timeout(Duration::from_millis(1000));
+    let id = h.client.send_with(
+        h.now,
+        Route::Broker(-1),
+        DescribeClusterRequest::default(),
+        opts,
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut client = h.client;
+    let at = h.now + Duration::from_millis(1500);
+    std::thread::spawn(move || {
+        client.handle_timeout(at);
+        let _ = tx.send(client);
+    });
+    let mut client = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("handle_timeout returned (no timer re-armed in the past forever)");
+    match client.take_response(id) {
+        Some(Err(RequestError::NoRoute(why))) => assert!(why.contains("backoff"), "{why}"),
+        other => panic!("the request should end at its timeout: {other:?}"),
+    }
+    assert!(
+        client.poll_timeout().is_none_or(|t| t > at),
+        "no timer left in the past"
+    );
+}

@@ -441,7 +441,11 @@ impl Connection {
         if self.state == ConnState::Ready && self.queue.is_empty() && self.inflight.is_empty() {
             consider(Some(self.last_activity + self.cfg.idle_timeout));
         }
-        consider(self.auth.as_ref().and_then(Auth::reauth_deadline));
+        // A due re-authentication waits for the requests in flight (their responses or
+        // deadlines wake the owner): its deadline is a timer only while none are.
+        if self.inflight.is_empty() {
+            consider(self.auth.as_ref().and_then(Auth::reauth_deadline));
+        }
         t
     }
 

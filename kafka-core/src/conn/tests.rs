@@ -357,11 +357,52 @@ fn sasl_plain_exchange_then_ready_and_reauthentication() {
         ApiKey::Metadata,
         "queued request goes out after auth"
     );
-    // KIP-368: at 85% of the session lifetime the connection authenticates again.
-    assert!(c.poll_timeout().unwrap() <= now + Duration::from_millis(8_500));
+    // KIP-368: at 85% of the session lifetime the connection authenticates again — once
+    // nothing is in flight (so the deadline is no timer while the Metadata request is:
+    // `a_due_reauthentication_waiting_for_in_flight_requests_arms_no_past_timer`).
     c.handle_timeout(now + Duration::from_millis(8_500));
     // The Metadata request is still in flight: nothing new until it completes.
     assert!(written(&mut c).is_empty());
+}
+
+/// Found by `machine_connection`: a re-authentication that is due while requests are in
+/// flight waits for them, so its deadline is no timer any more; before the fix
+/// `poll_timeout` kept answering that past instant and the owner spun until the last
+/// response (up to a request timeout of busy loop).
+#[test]
+fn a_due_reauthentication_waiting_for_in_flight_requests_arms_no_past_timer() {
+    let now = origin();
+    let (mut c, hs) = sasl_handshake(now, plain_auth());
+    let ok = SaslHandshakeResponse {
+        mechanisms: vec!["PLAIN".into()],
+        ..Default::default()
+    };
+    c.handle_received(now, &response_frame(&hs, &ok, 1));
+    let auth = written(&mut c);
+    let done = SaslAuthenticateResponse {
+        session_lifetime_ms: 10_000,
+        ..Default::default()
+    };
+    c.handle_received(now, &response_frame(&auth[0], &done, 2));
+    c.submit(now, Token(1), metadata(), None);
+    let sent = written(&mut c);
+    assert_eq!(sent[0].api(), ApiKey::Metadata);
+    let due = now + Duration::from_millis(8_500);
+    c.handle_timeout(due);
+    assert!(
+        written(&mut c).is_empty(),
+        "waits for the request in flight"
+    );
+    let next = c.poll_timeout().expect("the request's deadline");
+    assert!(next > due, "a timer in the past: the owner would spin");
+    // The answer arrives: the re-authentication starts at once.
+    c.handle_received(
+        due,
+        &response_frame(&sent[0], &MetadataResponse::default(), sent[0].version()),
+    );
+    while c.poll_completion().is_some() {}
+    c.resume(due);
+    assert_eq!(written(&mut c)[0].api(), ApiKey::SaslHandshake);
 }
 
 #[test]
