@@ -177,8 +177,11 @@ impl Auth {
                         if resp.session_lifetime_ms > 0 {
                             // Re-authenticate at 85% of the lifetime, as the Java client
                             // does at 85-95%.
-                            let ms = resp.session_lifetime_ms as u64 * 85 / 100;
-                            self.reauth_at = Some(now + Duration::from_millis(ms));
+                            // Any lifetime the broker sends, up to i64::MAX ms: no
+                            // overflow; one past the clock's range means never.
+                            let ms = (resp.session_lifetime_ms as u64 / 100).saturating_mul(85)
+                                + (resp.session_lifetime_ms as u64 % 100) * 85 / 100;
+                            self.reauth_at = now.checked_add(Duration::from_millis(ms));
                         }
                         Ok(AuthOutput::Done)
                     }

@@ -406,6 +406,31 @@ fn a_due_reauthentication_waiting_for_in_flight_requests_arms_no_past_timer() {
 }
 
 #[test]
+fn a_huge_session_lifetime_is_no_overflow_and_no_reauthentication_in_range() {
+    // A hostile or confused broker's lifetime of i64::MAX ms: neither the 85 % nor the
+    // deadline may overflow (found by the machine_connection fuzz driver's smoke inputs).
+    let now = origin();
+    let (mut c, hs) = sasl_handshake(now, plain_auth());
+    let ok = SaslHandshakeResponse {
+        mechanisms: vec!["PLAIN".into()],
+        ..Default::default()
+    };
+    c.handle_received(now, &response_frame(&hs, &ok, 1));
+    let auth = written(&mut c);
+    let done = SaslAuthenticateResponse {
+        session_lifetime_ms: i64::MAX,
+        ..Default::default()
+    };
+    c.handle_received(now, &response_frame(&auth[0], &done, 2));
+    assert!(matches!(c.state(), ConnState::Ready), "{:?}", c.state());
+    c.submit(now, Token(1), metadata(), None);
+    assert_eq!(written(&mut c)[0].api(), ApiKey::Metadata);
+    // A year later nothing is due but the request's own deadline.
+    let later = now + Duration::from_secs(365 * 24 * 3600);
+    assert!(c.poll_timeout().is_some_and(|t| t < later));
+}
+
+#[test]
 fn wrong_password_is_a_clear_non_retriable_error() {
     let now = origin();
     let (mut c, hs) = sasl_handshake(now, plain_auth());
