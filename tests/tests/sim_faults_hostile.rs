@@ -17,10 +17,11 @@
 use std::time::Duration;
 
 use kafka_tests::sim::corrupt::{CorruptCounters, Corruption};
-use kafka_tests::sim::draining::{drain, ConsumeRun};
+use kafka_tests::sim::draining::ConsumeRun;
 use kafka_tests::sim::history::{History, Isolation};
 use kafka_tests::sim::producing::{ProduceRun, SCENARIO_SETTINGS};
 use kafka_tests::sim::seeds::for_each_seed;
+use kafka_tests::sim::story::write_heal_and_read;
 use kafka_tests::sim::world::World;
 use peak_alloc::PeakAlloc;
 
@@ -82,52 +83,18 @@ fn corrupted_answers(seed: u64, sweep: &mut Sweep) {
         w.faults_on = w.elapsed() >= start && w.elapsed() < end;
         c.poll(w, h);
     };
-    for i in 0..RECORDS {
-        let value = format!("s{seed}-r{i:05}");
-        let partition = (i % 2 == 0).then_some((i / 2) as i32 % PARTITIONS);
-        let mut tries = 0;
-        while !p.send(&mut world, &mut history, TOPIC, partition, value.as_bytes()) {
-            tries += 1;
-            assert!(tries < 100_000, "seed {seed}: send blocked for good");
-            world.run_for(Duration::from_millis(1));
-            p.take_reports(&mut world, &mut history);
-            tick(&mut world, &mut history, &mut c);
-        }
-        let pause = world.rng().below(15);
-        world.run_for(Duration::from_millis(pause));
-        p.take_reports(&mut world, &mut history);
-        tick(&mut world, &mut history, &mut c);
-    }
-    world.run_until(Duration::from_secs(2), |w| {
-        p.take_reports(w, &mut history);
-        tick(w, &mut history, &mut c);
-        w.elapsed() >= end
-    });
-    world.faults_on = false;
-    let settled = p.settle(
+    let verdict = write_heal_and_read(
         &mut world,
         &mut history,
-        Duration::from_secs(120),
-        |w, h| c.poll(w, h),
-    );
-    assert!(
-        settled,
-        "seed {seed}: {} records unresolved",
-        p.outstanding()
-    );
-    assert!(
-        c.run_to_end(&mut world, &mut history, Duration::from_secs(60)),
-        "seed {seed}: the consumer did not reach the end"
-    );
-    drain(
-        &mut world,
-        &mut history,
-        "drain",
+        &mut p,
+        &mut c,
         TOPIC,
-        Isolation::ReadUncommitted,
-        Duration::from_secs(60),
+        PARTITIONS,
+        RECORDS,
+        seed,
+        end,
+        tick,
     );
-    let verdict = history.check();
     if !verdict.is_clean() || std::env::var("SIM_VERBOSE").is_ok() {
         eprintln!(
             "seed {seed}: {start:?}..{end:?} at {}‰, errors {:?}, corrupted {:?}, net {:?}",

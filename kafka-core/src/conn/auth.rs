@@ -179,8 +179,8 @@ impl Auth {
                             // does at 85-95%.
                             // Any lifetime the broker sends, up to i64::MAX ms: no
                             // overflow; one past the clock's range means never.
-                            let ms = (resp.session_lifetime_ms as u64 / 100).saturating_mul(85)
-                                + (resp.session_lifetime_ms as u64 % 100) * 85 / 100;
+                            let ms =
+                                (u128::from(resp.session_lifetime_ms as u64) * 85 / 100) as u64;
                             self.reauth_at = now.checked_add(Duration::from_millis(ms));
                         }
                         Ok(AuthOutput::Done)

@@ -24,6 +24,7 @@ pub mod producing;
 pub mod rng;
 pub mod seeds;
 pub mod serve;
+pub mod story;
 pub mod throttle;
 pub mod topics;
 pub mod transacting;
