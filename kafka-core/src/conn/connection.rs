@@ -296,6 +296,11 @@ impl Connection {
         self.queue.len() != before
     }
 
+    /// Until when requests wait for a broker's throttle (KIP-219), if one applies.
+    pub fn throttled_until(&self) -> Option<Instant> {
+        self.throttled_until
+    }
+
     /// Delays requests until `now + throttle_ms` (KIP-219: the broker asked us to back off).
     pub fn apply_throttle(&mut self, now: Instant, throttle_ms: i32) {
         if throttle_ms > 0 {
