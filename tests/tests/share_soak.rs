@@ -182,10 +182,14 @@ fn three_members_drain_a_partition_with_releases_rejects_and_a_kill() {
         if accepted + rejected + open >= n as usize {
             break;
         }
-        // Member 0 is killed once it confirmed a tenth of the records, at a moment it
-        // holds records handed out and not yet acknowledged (its 100 ms of processing).
+        // Member 0 is killed once a fifth of the records are confirmed overall, the
+        // first time it is then seen (every 10 ms) holding records handed out and not
+        // yet acknowledged: it spends 300 ms of each poll "processing", most of its
+        // time. Not at a share of its own work: the two fast members drain the
+        // partition within a second or two of the group forming, and a CI run saw the
+        // slow one never reach a tenth of the records, so it was never killed.
         if killed_at.is_none()
-            && st.confirmed >= n as usize / 10
+            && accepted + rejected >= n as usize / 5
             && !st.held.is_empty()
             && st.sending.is_empty()
         {
@@ -208,7 +212,7 @@ fn three_members_drain_a_partition_with_releases_rejects_and_a_kill() {
                 unconfirmed(&lines, n)
             );
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(10));
     }
     let took = t1.elapsed();
     drop(workers);

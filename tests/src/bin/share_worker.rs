@@ -2,7 +2,7 @@
 //! which runs three of them on one partition and kills one with SIGKILL mid-way.
 //!
 //! Usage: `share_worker BOOTSTRAP GROUP TOPIC POLICY`, POLICY one of `accept` (accept
-//! everything), `slow` (accept everything after 100 ms of "processing" per poll, so a
+//! everything), `slow` (accept everything after 300 ms of "processing" per poll, so a
 //! kill likely finds it holding records), `release` (release a record at offset ≡ 0 mod 7 on its first delivery,
 //! accept the rest) or `reject` (reject offsets ≡ 999 mod 1000, accept the rest).
 //! Explicit acknowledgement, one `commit_sync` per poll. Prints one line per record to
@@ -58,7 +58,7 @@ fn run(bootstrap: &str, group: &str, topic: &str, policy: &str) -> Result<(), Er
         // The handed-out lines are out before the acknowledgements go.
         let _ = out.flush();
         if !records.is_empty() && policy == "slow" {
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(300));
         }
         if !records.is_empty() {
             // From here on the acknowledgements may reach the broker.
