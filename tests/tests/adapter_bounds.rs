@@ -90,8 +90,11 @@ fn outbound_bound<A>(
          (high water {OUTBOUND_HIGH_WATER} + largest transmit {}); {} queued now",
         s.peak_queued_per_socket, s.largest_transmit, s.queued
     );
+    // Less than half: on a starved box the core's one transmit can grow to a third of
+    // what was submitted before the drain loop runs (a CI run under load saw 34%); the
+    // bound below is the exact check.
     assert!(
-        s.peak_queued_per_socket * 3 < submitted,
+        s.peak_queued_per_socket * 2 < submitted,
         "{name}: the adapter took most of what was submitted"
     );
     assert!(
