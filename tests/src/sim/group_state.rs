@@ -103,6 +103,8 @@ pub struct GroupCounters {
     pub commits_refused: u64,
     /// Times a committed offset was lower than the one it replaced.
     pub commits_backwards: u64,
+    /// Times a committed offset was past its partition's log end.
+    pub commits_past_end: u64,
 }
 
 /// The group coordinator's state. See the module docs.

@@ -63,6 +63,14 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
                     if old.is_some_and(|(o, _)| o > p.committed_offset) {
                         cluster.groups.counters.commits_backwards += 1;
                     }
+                    let end = cluster
+                        .topics
+                        .get(name)
+                        .and_then(|t| t.partitions.get(usize::try_from(p.partition_index).ok()?))
+                        .map(|part| part.next_offset);
+                    if end.is_some_and(|end| p.committed_offset > end) {
+                        cluster.groups.counters.commits_past_end += 1;
+                    }
                     0
                 }
                 (_, code) => code,
