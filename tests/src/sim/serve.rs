@@ -205,16 +205,28 @@ fn accept(label: &str, node: i32, listener: TcpListener, shared: &Arc<Shared>) {
                 // Named after the server's first address, so traces tell servers apart.
                 let _ = thread::Builder::new()
                     .name(format!("sim {label} node {node}"))
-                    .spawn(move || serve(node, socket, &open, &shared));
+                    .spawn(move || {
+                        serve(node, &socket, &open, &shared);
+                        close(&socket, &open, &shared);
+                    });
             }
             Err(_) => thread::sleep(Duration::from_millis(2)),
         }
     }
 }
 
+/// Closes a connection whose thread stopped serving it (and forgets it): the client
+/// sees it closed instead of a silent socket (the clone kept for resets would hold it
+/// open otherwise, e.g. for a connection accepted while its broker was being killed).
+fn close(socket: &TcpStream, open: &Arc<AtomicBool>, shared: &Shared) {
+    open.store(false, Ordering::SeqCst);
+    let _ = socket.shutdown(Shutdown::Both);
+    shared.conns().retain(|c| !Arc::ptr_eq(&c.open, open));
+}
+
 /// Serves one connection until it closes, breaks the protocol, is reset or asks for an
 /// API the simulated cluster does not serve.
-fn serve(node: i32, mut socket: TcpStream, open: &AtomicBool, shared: &Shared) {
+fn serve(node: i32, mut socket: &TcpStream, open: &AtomicBool, shared: &Shared) {
     let _ = socket.set_nodelay(true);
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
