@@ -309,10 +309,12 @@ fn run_group(
     for m in &mut members {
         m.close();
     }
-    let (backwards, past_end) = server.with_cluster(|c| {
+    let (backwards, past_end, which) = server.with_cluster(|c| {
+        let counters = &c.groups.counters;
         (
-            c.groups.counters.commits_backwards,
-            c.groups.counters.commits_past_end,
+            counters.commits_backwards,
+            counters.commits_past_end,
+            counters.backwards.clone(),
         )
     });
     if !settled || !owner.violations.is_empty() {
@@ -335,7 +337,7 @@ fn run_group(
     );
     assert_eq!(
         backwards, 0,
-        "{label} (seed {seed}): a committed offset went backwards"
+        "{label} (seed {seed}): a committed offset went backwards: {which:?}"
     );
     assert_eq!(
         past_end, 0,
