@@ -16,9 +16,10 @@
 //! Rules kept here (the core's side is `GroupConsumer::use_reported_positions`):
 //! - **Committed positions are what the application took**, never what the driver
 //!   queued: each take records, per partition, the next offset after the last record
-//!   taken. Automatic commits (sent at a `Touch`) use the positions of the takes
-//!   *before* the latest one (Java: what the previous poll handed out); the
-//!   revocation's commit, explicit `Offsets::Consumed` commits and close use every take.
+//!   taken. Automatic commits (sent at a `Touch`) use the positions of every take of
+//!   the polls before the current one (Java: what the previous polls handed out, even
+//!   when the current poll finds nothing); the revocation's commit, explicit
+//!   `Offsets::Consumed` commits and close use every take.
 //! - **A revocation is acknowledged only after the application saw it**: the driver
 //!   drops the revoked partitions' queued and held records when it publishes the event;
 //!   a poll hands the event to the listener first (on the application's thread) and
@@ -217,7 +218,8 @@ pub(crate) struct GroupQueue {
     /// Events the application has taken.
     events_taken: u64,
     failed: Option<GroupError>,
-    /// Per partition, the next offset after the records of every take but the latest.
+    /// Per partition, the next offset after the records of every take of an earlier
+    /// poll (and of every take of this poll but the latest).
     acked: HashMap<TopicPartition, i64>,
     /// The latest take's next offsets.
     last: Vec<(TopicPartition, i64)>,
@@ -241,6 +243,15 @@ impl GroupQueue {
                 Some((_, o)) => *o = next,
                 None => self.last.push(((r.topic.clone(), r.partition), next)),
             }
+        }
+    }
+
+    /// The application starts a poll: what earlier polls took has been handed to it,
+    /// so a due automatic commit covers it (without this, the records of the last poll
+    /// that found any stayed uncommitted through every empty poll after it).
+    pub(crate) fn polled(&mut self) {
+        for (tp, o) in self.last.drain(..) {
+            self.acked.insert(tp, o);
         }
     }
 
@@ -470,6 +481,7 @@ impl GroupMailbox {
     fn touch(&self) {
         let mut queue = self.mailbox.shared().lock();
         let Some(g) = &mut queue.group else { return };
+        g.polled();
         if g.touch_pending {
             return;
         }

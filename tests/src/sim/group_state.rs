@@ -103,6 +103,10 @@ pub struct GroupCounters {
     pub commits_refused: u64,
     /// Times a committed offset was lower than the one it replaced.
     pub commits_backwards: u64,
+    /// Times a committed offset was past its partition's log end.
+    pub commits_past_end: u64,
+    /// Each backward commit: group, partition, old and new offset, member, when.
+    pub backwards: Vec<String>,
 }
 
 /// The group coordinator's state. See the module docs.

@@ -1,38 +1,76 @@
 //! The simulated cluster on loopback sockets: every broker listens on `127.0.0.1`, so the
 //! real adapters (blocking, tokio, async-std, mio) run against it over real sockets, and a
 //! test commands faults a real broker cannot produce on demand while they run: leader
-//! moves, broker kills and restarts, resets of every connection to a broker.
+//! moves, broker kills and restarts, resets of every connection to a broker
+//! ([`Faults`]).
 //!
-//! Time is the wall clock here (no virtual clock: the adapters read their own); a held
-//! answer (a long-poll Fetch) is written after sleeping its hold. Each connection is served
-//! by its own thread, one request at a time, as Kafka serves a connection. A request the
-//! simulated cluster does not serve closes its connection.
+//! Time: the adapters read the wall clock, so the world's clock is mapped onto it one to
+//! one: the cluster's virtual time is the real time since [`SimServer::start`]
+//! (`SimCluster::advance(origin.elapsed())`), advanced before every request and by a
+//! clock thread at the cluster's next deadline (at least every 10 ms): session
+//! timeouts, join phases (`group.initial.rebalance.delay.ms`, rebalance timeouts),
+//! transaction timeouts and markers and coordinator moves after a kill or restart all
+//! happen in real milliseconds (`serve/clock.rs`).
+//!
+//! Each connection is served by its own thread, one request at a time, as Kafka serves a
+//! channel: a request's answer is written before the next request is read, so answers go
+//! out in wire order. A held answer (a long-poll Fetch) is written after its hold; a
+//! parked one (a classic JoinGroup waiting for the join phase's end, a SyncGroup waiting
+//! for the leader's) when the cluster releases it — on another member's request, or at a
+//! deadline the clock thread reaches. Only that connection waits: the cluster's lock is
+//! not held meanwhile. A reset, a kill or the server's drop ends the wait; an answer
+//! released after its connection is gone is dropped. A request the simulated cluster does
+//! not serve closes its connection.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::cluster::SimCluster;
-use super::rng::Rng;
 use super::wire::take_frames;
+
+mod clock;
+mod faults;
+
+use clock::Released;
+pub use faults::{schedule_seed, FaultPlan, Faults, Injected};
+
+/// An open connection, as resets see it.
+struct Conn {
+    node: i32,
+    /// A clone of the served socket.
+    socket: TcpStream,
+    /// Cleared when the connection is reset (its thread stops waiting).
+    open: Arc<AtomicBool>,
+}
 
 /// Shared between the server's threads.
 struct Shared {
     cluster: Mutex<SimCluster>,
-    /// Open connections by node, for resets (clones of the served sockets).
-    conns: Mutex<Vec<(i32, TcpStream)>>,
+    /// Open connections, for resets.
+    conns: Mutex<Vec<Conn>>,
     stop: AtomicBool,
     /// Connections reset or refused by a fault.
     resets: AtomicU64,
+    /// Virtual time zero: the cluster's clock is the real time since.
+    origin: Instant,
+    /// Answers to parked requests released by the cluster, until written.
+    released: Mutex<Released>,
+    /// Signalled when an answer is released or a connection reset.
+    wake: Condvar,
 }
 
 impl Shared {
     fn cluster(&self) -> MutexGuard<'_, SimCluster> {
         self.cluster.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn conns(&self) -> MutexGuard<'_, Vec<Conn>> {
+        self.conns.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn up(&self, node: i32) -> bool {
@@ -68,12 +106,19 @@ impl SimServer {
             conns: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             resets: AtomicU64::new(0),
+            origin: Instant::now(),
+            released: Mutex::new(Released::default()),
+            wake: Condvar::new(),
         });
         let label = addrs[0].clone();
         for (node, listener) in nodes.into_iter().zip(listeners) {
             let (shared, label) = (shared.clone(), label.clone());
             thread::spawn(move || accept(&label, node, listener, &shared));
         }
+        let ticking = shared.clone();
+        let _ = thread::Builder::new()
+            .name(format!("sim {label} clock"))
+            .spawn(move || clock::run(&ticking));
         SimServer { shared, addrs }
     }
 
@@ -88,24 +133,27 @@ impl SimServer {
     }
 
     /// Resets every open connection to `node` (both directions shut at once: requests in
-    /// flight may or may not have been applied). Returns how many.
+    /// flight may or may not have been applied; a parked one is never answered).
+    /// Returns how many.
     pub fn reset_connections(&self, node: i32) -> usize {
-        let mut conns = self.shared.conns.lock().unwrap_or_else(|e| e.into_inner());
         let mut n = 0;
-        conns.retain(|(at, s)| {
-            if *at != node {
+        self.shared.conns().retain(|c| {
+            if c.node != node {
                 return true;
             }
-            let _ = s.shutdown(Shutdown::Both);
+            c.open.store(false, Ordering::SeqCst);
+            let _ = c.socket.shutdown(Shutdown::Both);
             n += 1;
             false
         });
         self.shared.resets.fetch_add(n as u64, Ordering::SeqCst);
+        clock::wake_all(&self.shared);
         n
     }
 
     /// Kills `node` (its partitions move to running replicas, its connections reset; new
-    /// ones are closed at once until [`restart`](Self::restart)).
+    /// ones are closed at once until [`restart`](Self::restart)). Coordinators move at
+    /// the clock's next tick.
     pub fn kill(&self, node: i32) {
         self.shared.cluster().kill(node);
         self.reset_connections(node);
@@ -125,10 +173,11 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        let conns = self.shared.conns.lock().unwrap_or_else(|e| e.into_inner());
-        for (_, s) in conns.iter() {
-            let _ = s.shutdown(Shutdown::Both);
+        for c in self.shared.conns().iter() {
+            c.open.store(false, Ordering::SeqCst);
+            let _ = c.socket.shutdown(Shutdown::Both);
         }
+        clock::wake_all(&self.shared);
     }
 }
 
@@ -144,24 +193,40 @@ fn accept(label: &str, node: i32, listener: TcpListener, shared: &Arc<Shared>) {
                     shared.resets.fetch_add(1, Ordering::SeqCst);
                     continue; // dropped: the client sees the connection closed
                 }
+                let open = Arc::new(AtomicBool::new(true));
                 if let Ok(clone) = socket.try_clone() {
-                    let mut conns = shared.conns.lock().unwrap_or_else(|e| e.into_inner());
-                    conns.push((node, clone));
+                    shared.conns().push(Conn {
+                        node,
+                        socket: clone,
+                        open: open.clone(),
+                    });
                 }
                 let shared = shared.clone();
                 // Named after the server's first address, so traces tell servers apart.
                 let _ = thread::Builder::new()
                     .name(format!("sim {label} node {node}"))
-                    .spawn(move || serve(node, socket, &shared));
+                    .spawn(move || {
+                        serve(node, &socket, &open, &shared);
+                        close(&socket, &open, &shared);
+                    });
             }
             Err(_) => thread::sleep(Duration::from_millis(2)),
         }
     }
 }
 
-/// Serves one connection until it closes, breaks the protocol or asks for an API the
-/// simulated cluster does not serve.
-fn serve(node: i32, mut socket: TcpStream, shared: &Shared) {
+/// Closes a connection whose thread stopped serving it (and forgets it): the client
+/// sees it closed instead of a silent socket (the clone kept for resets would hold it
+/// open otherwise, e.g. for a connection accepted while its broker was being killed).
+fn close(socket: &TcpStream, open: &Arc<AtomicBool>, shared: &Shared) {
+    open.store(false, Ordering::SeqCst);
+    let _ = socket.shutdown(Shutdown::Both);
+    shared.conns().retain(|c| !Arc::ptr_eq(&c.open, open));
+}
+
+/// Serves one connection until it closes, breaks the protocol, is reset or asks for an
+/// API the simulated cluster does not serve.
+fn serve(node: i32, mut socket: &TcpStream, open: &AtomicBool, shared: &Shared) {
     let _ = socket.set_nodelay(true);
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
@@ -180,7 +245,10 @@ fn serve(node: i32, mut socket: TcpStream, shared: &Shared) {
                 if !cluster.broker(node).is_some_and(|b| b.up) {
                     return;
                 }
-                match catch_unwind(AssertUnwindSafe(|| cluster.handle(node, &frame))) {
+                clock::advance(shared, &mut cluster);
+                let handled = catch_unwind(AssertUnwindSafe(|| cluster.handle(node, &frame)));
+                clock::release_ready(shared, &mut cluster);
+                match handled {
                     Ok(answer) => answer,
                     Err(_) => return, // not served: the connection closes
                 }
@@ -188,129 +256,22 @@ fn serve(node: i32, mut socket: TcpStream, shared: &Shared) {
             let Some(answer) = answer else {
                 continue; // acks=0
             };
-            if answer.parked.is_some() {
-                return; // classic group joins are not served on loopback
-            }
-            if answer.hold_ms > 0 {
-                thread::sleep(Duration::from_millis(answer.hold_ms));
-            }
-            if socket.write_all(&answer.bytes).is_err() {
+            let bytes = match answer.parked {
+                Some(ticket) => match clock::await_release(shared, ticket, open) {
+                    Some(bytes) => bytes,
+                    None => return,
+                },
+                None => {
+                    let until = Instant::now() + Duration::from_millis(answer.hold_ms);
+                    if answer.hold_ms > 0 && !clock::hold(shared, until, open) {
+                        return;
+                    }
+                    answer.bytes
+                }
+            };
+            if socket.write_all(&bytes).is_err() {
                 return;
             }
         }
     }
-}
-
-/// The seed of a fault schedule: `SIM_ADAPTER_SEED`, else from the clock (print it).
-pub fn schedule_seed(label: &str) -> u64 {
-    std::env::var("SIM_ADAPTER_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64);
-            t ^ label.len() as u64
-        })
-}
-
-/// What a [`Faults`] schedule injected, by kind.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Injected {
-    /// Partition leaders moved.
-    pub leader_moves: u64,
-    /// Times every connection to a broker was reset.
-    pub resets: u64,
-    /// Brokers killed (each restarted 100–300 ms later).
-    pub kills: u64,
-}
-
-impl Injected {
-    /// Faults of every kind.
-    pub fn total(&self) -> u64 {
-        self.leader_moves + self.resets + self.kills
-    }
-}
-
-/// A seeded fault schedule running on its own thread against a [`SimServer`]: every
-/// 10–40 ms one of a leader move of a partition of `topic` (half the time), a reset of
-/// every connection to a broker, or a broker killed and restarted 100–300 ms later (one
-/// down at a time). Each fault is printed with its time, so a seed's schedule can be
-/// read and replayed.
-pub struct Faults {
-    done: Arc<AtomicBool>,
-    thread: thread::JoinHandle<Injected>,
-}
-
-impl Faults {
-    /// Starts the schedule of `seed`, labelled `label` in its output.
-    pub fn start(server: &Arc<SimServer>, label: &str, seed: u64, topic: &str) -> Faults {
-        let done = Arc::new(AtomicBool::new(false));
-        let (server, stop) = (server.clone(), done.clone());
-        let (label, topic) = (label.to_string(), topic.to_string());
-        let thread = thread::spawn(move || inject(&label, seed, &server, &topic, &stop));
-        Faults { done, thread }
-    }
-
-    /// Stops the schedule (a killed broker is restarted) and says what it injected.
-    pub fn stop(self) -> Injected {
-        self.done.store(true, Ordering::SeqCst);
-        self.thread.join().expect("fault thread")
-    }
-}
-
-fn inject(label: &str, seed: u64, server: &SimServer, topic: &str, done: &AtomicBool) -> Injected {
-    let mut rng = Rng::new(seed);
-    let mut injected = Injected::default();
-    let mut down: Option<(i32, Instant)> = None;
-    let began = Instant::now();
-    let brokers = server.with_cluster(|c| c.brokers.len() as u64);
-    while !done.load(Ordering::SeqCst) {
-        thread::sleep(rng.millis(10, 40));
-        let at = began.elapsed().as_millis();
-        if let Some((node, until)) = down {
-            if Instant::now() >= until {
-                server.restart(node);
-                println!("{label} fault @{at} ms: restart broker {node}");
-                down = None;
-            }
-            continue;
-        }
-        let node = rng.below(brokers) as i32 + 1;
-        match rng.below(10) {
-            0..=4 => {
-                let moved = server.with_cluster(|c| {
-                    let partitions = c.topics[topic].partitions.len() as u64;
-                    let partition = rng.below(partitions) as i32;
-                    let p = &c.topics[topic].partitions[partition as usize];
-                    let to = p
-                        .replicas
-                        .iter()
-                        .copied()
-                        .find(|r| *r != p.leader && c.broker(*r).is_some_and(|b| b.up))?;
-                    c.move_leader(topic, partition, to)
-                        .then_some((partition, to))
-                });
-                if let Some((partition, to)) = moved {
-                    injected.leader_moves += 1;
-                    println!("{label} fault @{at} ms: leader of {topic}-{partition} to {to}");
-                }
-            }
-            5..=7 => {
-                let n = server.reset_connections(node);
-                injected.resets += 1;
-                println!("{label} fault @{at} ms: reset {n} connections to broker {node}");
-            }
-            _ => {
-                server.kill(node);
-                injected.kills += 1;
-                down = Some((node, Instant::now() + rng.millis(100, 300)));
-                println!("{label} fault @{at} ms: kill broker {node}");
-            }
-        }
-    }
-    if let Some((node, _)) = down {
-        server.restart(node);
-    }
-    injected
 }

@@ -62,6 +62,22 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Vec<u8> {
                     let old = cluster.txn.group_offsets.insert(key, committed);
                     if old.is_some_and(|(o, _)| o > p.committed_offset) {
                         cluster.groups.counters.commits_backwards += 1;
+                        cluster.groups.counters.backwards.push(format!(
+                            "{group} {name}-{}: {} -> {} by {} at generation/epoch {generation}, {} ms",
+                            p.partition_index,
+                            old.map_or(-1, |(o, _)| o),
+                            p.committed_offset,
+                            req.member_id,
+                            cluster.txn.now_ms()
+                        ));
+                    }
+                    let end = cluster
+                        .topics
+                        .get(name)
+                        .and_then(|t| t.partitions.get(usize::try_from(p.partition_index).ok()?))
+                        .map(|part| part.next_offset);
+                    if end.is_some_and(|end| p.committed_offset > end) {
+                        cluster.groups.counters.commits_past_end += 1;
                     }
                     0
                 }

@@ -21,17 +21,17 @@ pub fn handle(cluster: &mut SimCluster, node: i32, frame: &Frame) -> Reply<Vec<u
         cluster.count_error(code.0);
         return Reply::Now(answer(frame, &refuse(code)));
     }
-    // v5: the protocol named must be the group's.
+    // v5: the protocol named must be the group's — checked, as Kafka does, only for a
+    // member of the current generation (others get UNKNOWN_MEMBER_ID or
+    // ILLEGAL_GENERATION from the coordinator) and only where both sides name one (a
+    // group reloaded empty after a coordinator move names none).
     if let Some(g) = cluster.classic.groups.get(group) {
-        let type_differs = req
-            .protocol_type
-            .as_ref()
-            .is_some_and(|t| g.protocol_type.as_ref() != Some(t));
-        let name_differs = req
-            .protocol_name
-            .as_ref()
-            .is_some_and(|n| g.protocol.as_ref().is_some_and(|p| p != n));
-        if type_differs || name_differs {
+        let current = g.members.contains_key(&req.member_id) && g.generation == req.generation_id;
+        let differs = |theirs: &Option<String>, ours: &Option<String>| matches!((theirs, ours), (Some(t), Some(o)) if t != o);
+        if current
+            && (differs(&req.protocol_type, &g.protocol_type)
+                || differs(&req.protocol_name, &g.protocol))
+        {
             let code = KafkaCode::INCONSISTENT_GROUP_PROTOCOL;
             cluster.count_error(code.0);
             return Reply::Now(answer(frame, &refuse(code)));
