@@ -158,7 +158,10 @@ fn built(to: &Seen, input: &mut Input) -> Vec<u8> {
         ApiKey::OffsetFetch => frame(to, &group::offset_fetch(to.decode(), to.version, input)),
         ApiKey::OffsetCommit => frame(to, &group::offset_commit(to.decode(), input)),
         ApiKey::ShareGroupHeartbeat => frame(to, &share::share_group_heartbeat(to.decode(), input)),
-        ApiKey::ShareFetch => frame(to, &share::share_fetch(to.decode(), to.correlation_id, input)),
+        ApiKey::ShareFetch => frame(
+            to,
+            &share::share_fetch(to.decode(), to.correlation_id, input),
+        ),
         ApiKey::ShareAcknowledge => frame(to, &share::share_acknowledge(to.decode(), input)),
         _ => {
             let mut out = Vec::new();

@@ -66,7 +66,11 @@ const MEMBER: &str = "m-fuzz";
 
 /// Joined (the leader with the member list, or a follower), MEMBER_ID_REQUIRED for a
 /// first join, or an error.
-pub fn join_group(req: Option<JoinGroupRequest>, version: i16, input: &mut Input) -> JoinGroupResponse {
+pub fn join_group(
+    req: Option<JoinGroupRequest>,
+    version: i16,
+    input: &mut Input,
+) -> JoinGroupResponse {
     let req = req.unwrap_or_default();
     let member_id = if req.member_id.is_empty() {
         MEMBER.to_string()
@@ -79,7 +83,10 @@ pub fn join_group(req: Option<JoinGroupRequest>, version: i16, input: &mut Input
         generation_id: -1,
         ..Default::default()
     };
-    if req.member_id.is_empty() && version >= 4 && req.group_instance_id.is_none() && input.one_in(3)
+    if req.member_id.is_empty()
+        && version >= 4
+        && req.group_instance_id.is_none()
+        && input.one_in(3)
     {
         out.error_code = 79;
         return out;
@@ -101,9 +108,17 @@ pub fn join_group(req: Option<JoinGroupRequest>, version: i16, input: &mut Input
         Some(req.protocols[input.below(req.protocols.len())].clone())
     };
     out.protocol_type = Some("consumer".into());
-    out.protocol_name = Some(protocol.as_ref().map_or_else(|| "bogus".into(), |p| p.name.clone()));
+    out.protocol_name = Some(
+        protocol
+            .as_ref()
+            .map_or_else(|| "bogus".into(), |p| p.name.clone()),
+    );
     let leader = !input.one_in(3);
-    out.leader = if leader { member_id.clone() } else { "m-other".into() };
+    out.leader = if leader {
+        member_id.clone()
+    } else {
+        "m-other".into()
+    };
     if leader {
         let own = protocol.map(|p| p.metadata).unwrap_or_default();
         let mut members = vec![JoinGroupResponseMember {
@@ -307,7 +322,11 @@ fn committed(input: &mut Input) -> (i64, i32, i16) {
 
 /// A committed offset (or none, -1) per partition asked for, with codes; the v8+
 /// grouped form or the old one.
-pub fn offset_fetch(req: Option<OffsetFetchRequest>, version: i16, input: &mut Input) -> OffsetFetchResponse {
+pub fn offset_fetch(
+    req: Option<OffsetFetchRequest>,
+    version: i16,
+    input: &mut Input,
+) -> OffsetFetchResponse {
     let req = req.unwrap_or_default();
     let throttle_time_ms = throttle(input);
     if version >= 8 {

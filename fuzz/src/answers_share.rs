@@ -41,7 +41,12 @@ fn base_of(correlation_id: i32) -> i64 {
 fn every_partition(input: &mut Input) -> Vec<(Uuid, Vec<i32>)> {
     TOPICS
         .iter()
-        .map(|(n, count)| (topic_id(n), (0..*count).filter(|_| !input.one_in(3)).collect()))
+        .map(|(n, count)| {
+            (
+                topic_id(n),
+                (0..*count).filter(|_| !input.one_in(3)).collect(),
+            )
+        })
         .collect()
 }
 

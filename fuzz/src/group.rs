@@ -167,15 +167,15 @@ fn settings(input: &mut Input) -> (Vec<(&'static str, String)>, usize, GroupProt
         ),
         ("partition.assignment.strategy", assignor.to_string()),
         ("heartbeat.interval.ms", heartbeat.to_string()),
-        ("session.timeout.ms", (3000 + 1000 * input.below(4)).to_string()),
+        (
+            "session.timeout.ms",
+            (3000 + 1000 * input.below(4)).to_string(),
+        ),
         (
             "max.poll.interval.ms",
             (2000 + 1000 * input.below(8)).to_string(),
         ),
-        (
-            "enable.auto.commit",
-            (input.u8() % 2 == 0).to_string(),
-        ),
+        ("enable.auto.commit", (input.u8() % 2 == 0).to_string()),
         (
             "auto.commit.interval.ms",
             (200 + 200 * input.below(8)).to_string(),
@@ -227,7 +227,9 @@ impl World {
                 let how = input.u8() % 3;
                 let picked: Vec<(TopicPartition, i64)> = PARTITIONS
                     .iter()
-                    .filter_map(|&(t, p)| (!input.one_in(2)).then(|| ((t.into(), p), input.offset())))
+                    .filter_map(|&(t, p)| {
+                        (!input.one_in(2)).then(|| ((t.into(), p), input.offset()))
+                    })
                     .collect();
                 let owned = self.owned.clone();
                 let id = self.net.client.command(now, op, |c, cx| match how {
@@ -296,7 +298,10 @@ impl World {
         for e in std::mem::take(&mut self.net.events) {
             if let Event::OperationDone(r) = e {
                 if self.op == r {
-                    assert!(self.closed_at.is_some(), "the member finished without a close");
+                    assert!(
+                        self.closed_at.is_some(),
+                        "the member finished without a close"
+                    );
                     assert!(!self.finished, "the member finished twice");
                     self.finished = true;
                     let out = self.net.client.take_op_output(self.op);

@@ -182,7 +182,12 @@ pub fn group_seeds() -> Vec<(&'static str, Vec<u8>)> {
 /// (implicitly; explicitly with accept, release, reject and renew), committed, closed.
 pub fn share_seeds() -> Vec<(&'static str, Vec<u8>)> {
     use share::app_op;
-    let base = |settings: &[u8]| spread(Script::new(settings).step(app_op::SUBSCRIBE, &[0, 0, 1]), 10);
+    let base = |settings: &[u8]| {
+        spread(
+            Script::new(settings).step(app_op::SUBSCRIBE, &[0, 0, 1]),
+            10,
+        )
+    };
     let mut implicit = base(&[0, 4]);
     for _ in 0..4 {
         implicit = spread(next(implicit), 4).step(app_op::POLL, &[]);
@@ -196,7 +201,10 @@ pub fn share_seeds() -> Vec<(&'static str, Vec<u8>)> {
         }
     }
     let explicit = spread(explicit.step(app_op::COMMIT, &[]), 4).step(app_op::CLOSE, &[]);
-    vec![("implicit", spread(implicit, 4).0), ("explicit", spread(explicit, 4).0)]
+    vec![
+        ("implicit", spread(implicit, 4).0),
+        ("explicit", spread(explicit, 4).0),
+    ]
 }
 
 #[cfg(test)]
