@@ -300,12 +300,23 @@ impl GroupConsumer {
         all
     }
 
+    /// [`GroupConsumer::assigned`] less the partitions whose revocation was already
+    /// reported (`Revoked`) and is pending: what a new `Revoked` or `Lost` may name, so
+    /// no partition is reported taken away twice.
+    fn announced(&self) -> BTreeSet<TopicPartition> {
+        let mut all = self.assigned();
+        if let Some(r) = &self.revoking {
+            all.retain(|tp| !r.partitions.contains(tp));
+        }
+        all
+    }
+
     fn on_member_events(&mut self, cx: &mut OpContext<'_>) {
         let events = std::mem::take(&mut self.member_events);
         for e in events {
             match e {
                 MemberEvent::Revoke { lost: true } => {
-                    let all = self.assigned();
+                    let all = self.announced();
                     if !all.is_empty() {
                         self.events
                             .push_back(GroupEvent::Lost(all.into_iter().collect()));
