@@ -419,7 +419,10 @@ pub fn offset_commit(req: Option<OffsetCommitRequest>, input: &mut Input) -> Off
                     .partitions
                     .iter()
                     .filter_map(|p| {
-                        (!input.one_in(16)).then(|| OffsetCommitResponsePartition {
+                        if input.one_in(16) {
+                            return None;
+                        }
+                        Some(OffsetCommitResponsePartition {
                             partition_index: p.partition_index,
                             error_code: code_of(input, &COMMIT_CODES),
                             ..Default::default()

@@ -202,7 +202,12 @@ pub fn share_fetch(
                 topic_id,
                 partitions: parts
                     .into_iter()
-                    .filter_map(|p| (!input.one_in(10)).then(|| partition_data(input, p, base)))
+                    .filter_map(|p| {
+                        if input.one_in(10) {
+                            return None;
+                        }
+                        Some(partition_data(input, p, base))
+                    })
                     .collect(),
                 ..Default::default()
             })

@@ -141,7 +141,7 @@ pub fn run(data: &[u8]) -> Depth {
 /// timeouts.
 fn settings(input: &mut Input) -> (Vec<(&'static str, String)>, usize, GroupProtocol) {
     let kbytes = 1 + input.below(32);
-    let protocol = if input.u8() % 2 == 0 {
+    let protocol = if input.u8().is_multiple_of(2) {
         GroupProtocol::Classic
     } else {
         GroupProtocol::Consumer
@@ -175,7 +175,10 @@ fn settings(input: &mut Input) -> (Vec<(&'static str, String)>, usize, GroupProt
             "max.poll.interval.ms",
             (2000 + 1000 * input.below(8)).to_string(),
         ),
-        ("enable.auto.commit", (input.u8() % 2 == 0).to_string()),
+        (
+            "enable.auto.commit",
+            (input.u8().is_multiple_of(2)).to_string(),
+        ),
         (
             "auto.commit.interval.ms",
             (200 + 200 * input.below(8)).to_string(),
@@ -228,7 +231,10 @@ impl World {
                 let picked: Vec<(TopicPartition, i64)> = PARTITIONS
                     .iter()
                     .filter_map(|&(t, p)| {
-                        (!input.one_in(2)).then(|| ((t.into(), p), input.offset()))
+                        if input.one_in(2) {
+                            return None;
+                        }
+                        Some(((t.into(), p), input.offset()))
                     })
                     .collect();
                 let owned = self.owned.clone();

@@ -81,7 +81,7 @@ struct World {
 pub fn run(data: &[u8]) -> Depth {
     let mut whole = Input::new(data);
     let mut input = whole.chunk(STEP);
-    let explicit = input.u8() % 2 == 1;
+    let explicit = !input.u8().is_multiple_of(2);
     let extra = vec![
         ("group.id", "sg".to_string()),
         (
