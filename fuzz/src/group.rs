@@ -6,7 +6,8 @@
 //! coordinator's answers come from [`crate::answers_group`].
 //!
 //! Checked after every step: a partition is never reported `Assigned` again before a
-//! `Revoked`/`Lost` of it, and only assigned partitions are revoked or lost; a poll hands
+//! `Revoked`/`Lost` of it; only assigned partitions are revoked, and only assigned or
+//! revoked ones lost (once); a poll hands
 //! out records only of partitions the application owns, at or above their positions,
 //! in increasing offsets; each commit is reported once, an explicit one within its
 //! bound; the buffered bytes stay within `queued.max.messages.kbytes` plus one answer;
@@ -75,6 +76,8 @@ struct World {
     op: OpId<GroupConsumer>,
     /// What the application owns by the events: assigned, not revoked or lost.
     owned: BTreeSet<TopicPartition>,
+    /// Partitions reported `Revoked` and not assigned again since.
+    revoked: BTreeSet<TopicPartition>,
     /// Explicit commits not reported yet, with their deadline.
     open_commits: BTreeMap<CommitId, Instant>,
     /// Every commit reported.
@@ -97,6 +100,7 @@ pub fn run(data: &[u8]) -> Depth {
         net,
         op,
         owned: BTreeSet::new(),
+        revoked: BTreeSet::new(),
         open_commits: BTreeMap::new(),
         reported: BTreeSet::new(),
         closed_at: None,
@@ -327,14 +331,27 @@ impl World {
                         self.owned.insert(tp.clone()),
                         "{tp:?} assigned twice without a revoke or loss in between"
                     );
+                    self.revoked.remove(&tp);
                     self.depth.assigned += 1;
                 }
             }
-            GroupEvent::Revoked(ps) | GroupEvent::Lost(ps) => {
+            GroupEvent::Revoked(ps) => {
                 for tp in ps {
                     assert!(
                         self.owned.remove(&tp),
-                        "{tp:?} revoked or lost but not assigned (owned {:?})",
+                        "{tp:?} revoked but not assigned (owned {:?})",
+                        self.owned
+                    );
+                    self.revoked.insert(tp);
+                }
+            }
+            GroupEvent::Lost(ps) => {
+                // A partition being revoked may be lost too (the revocation became a
+                // loss), once.
+                for tp in ps {
+                    assert!(
+                        self.owned.remove(&tp) || self.revoked.remove(&tp),
+                        "{tp:?} lost but neither assigned nor being revoked (owned {:?})",
                         self.owned
                     );
                 }

@@ -59,9 +59,9 @@ impl GroupConsumer {
             return;
         }
         self.poll_expired = true;
-        // Partitions still being taken over were announced too; ones whose revocation
-        // was reported are not reported again.
-        let all = self.announced();
+        // Partitions still being taken over were announced too (and ones being revoked:
+        // their revocation became a loss).
+        let all = self.assigned();
         if !all.is_empty() {
             self.events
                 .push_back(GroupEvent::Lost(all.into_iter().collect()));

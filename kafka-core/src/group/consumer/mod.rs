@@ -301,8 +301,9 @@ impl GroupConsumer {
     }
 
     /// [`GroupConsumer::assigned`] less the partitions whose revocation was already
-    /// reported (`Revoked`) and is pending: what a new `Revoked` or `Lost` may name, so
-    /// no partition is reported taken away twice.
+    /// reported (`Revoked`) and is pending: what a new `Revoked` may name, so no
+    /// partition is reported revoked twice (a `Lost` may still name them: the
+    /// revocation became a loss).
     fn announced(&self) -> BTreeSet<TopicPartition> {
         let mut all = self.assigned();
         if let Some(r) = &self.revoking {
@@ -316,7 +317,8 @@ impl GroupConsumer {
         for e in events {
             match e {
                 MemberEvent::Revoke { lost: true } => {
-                    let all = self.announced();
+                    // Partitions being revoked too: their revocation became a loss.
+                    let all = self.assigned();
                     if !all.is_empty() {
                         self.events
                             .push_back(GroupEvent::Lost(all.into_iter().collect()));

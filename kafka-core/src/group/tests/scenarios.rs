@@ -523,19 +523,32 @@ fn a_member_whose_heartbeats_go_unanswered_gives_its_partitions_up_after_the_ses
 }
 
 /// Walks a member's events: a partition is assigned at most once until it is revoked
-/// or lost, and only an assigned one is revoked or lost. Returns what it still holds.
+/// or lost, and only an assigned one is revoked (or lost, also once being revoked).
+/// Returns what it still holds.
 fn announced_held(events: &[GroupEvent]) -> BTreeSet<(std::sync::Arc<str>, i32)> {
     let mut held = BTreeSet::new();
+    let mut revoking = BTreeSet::new();
     for e in events {
         match e {
             GroupEvent::Assigned(ps) => {
                 for tp in ps {
                     assert!(held.insert(tp.clone()), "{tp:?} assigned twice: {events:?}");
+                    revoking.remove(tp);
                 }
             }
-            GroupEvent::Revoked(ps) | GroupEvent::Lost(ps) => {
+            GroupEvent::Revoked(ps) => {
                 for tp in ps {
                     assert!(held.remove(tp), "{tp:?} revoked, not assigned: {events:?}");
+                    revoking.insert(tp.clone());
+                }
+            }
+            GroupEvent::Lost(ps) => {
+                // A revocation may become a loss.
+                for tp in ps {
+                    assert!(
+                        held.remove(tp) || revoking.remove(tp),
+                        "{tp:?} lost, not assigned: {events:?}"
+                    );
                 }
             }
             _ => {}
