@@ -50,6 +50,8 @@ use kafka_core::protocol::messages::txn_offset_commit::{
 use kafka_core::protocol::{ApiKey, Uuid};
 use kafka_core::record::{BatchEncoder, BatchOptions, NewRecord};
 
+use crate::answers_group as group;
+use crate::answers_share as share;
 use crate::input::Input;
 use crate::wire::{default_body, frame, raw_frame, Seen};
 
@@ -146,6 +148,21 @@ fn built(to: &Seen, input: &mut Input) -> Vec<u8> {
         ),
         ApiKey::TxnOffsetCommit => frame(to, &txn_offset_commit(to.decode(), input)),
         ApiKey::SaslAuthenticate => frame(to, &sasl_authenticate(input)),
+        ApiKey::JoinGroup => frame(to, &group::join_group(to.decode(), to.version, input)),
+        ApiKey::SyncGroup => frame(to, &group::sync_group(to.decode(), input)),
+        ApiKey::Heartbeat => frame(to, &group::heartbeat(input)),
+        ApiKey::LeaveGroup => frame(to, &group::leave_group(to.decode(), input)),
+        ApiKey::ConsumerGroupHeartbeat => {
+            frame(to, &group::consumer_group_heartbeat(to.decode(), input))
+        }
+        ApiKey::OffsetFetch => frame(to, &group::offset_fetch(to.decode(), to.version, input)),
+        ApiKey::OffsetCommit => frame(to, &group::offset_commit(to.decode(), input)),
+        ApiKey::ShareGroupHeartbeat => frame(to, &share::share_group_heartbeat(to.decode(), input)),
+        ApiKey::ShareFetch => frame(
+            to,
+            &share::share_fetch(to.decode(), to.correlation_id, input),
+        ),
+        ApiKey::ShareAcknowledge => frame(to, &share::share_acknowledge(to.decode(), input)),
         _ => {
             let mut out = Vec::new();
             raw_frame(to, &default_body(to), &mut out);
@@ -154,7 +171,8 @@ fn built(to: &Seen, input: &mut Input) -> Vec<u8> {
     }
 }
 
-fn throttle(input: &mut Input) -> i32 {
+/// Mostly no throttle, sometimes up to 2 s.
+pub fn throttle(input: &mut Input) -> i32 {
     if input.one_in(16) {
         i32::from(input.u16() % 2000)
     } else {

@@ -4,11 +4,15 @@
 //! finding replays in an ordinary test too). Only the core's public API is used.
 
 pub mod answers;
+pub mod answers_group;
+pub mod answers_share;
 pub mod client;
 pub mod connection;
 pub mod consumer;
+pub mod group;
 pub mod input;
 pub mod net;
 pub mod producer;
 pub mod seeds;
+pub mod share;
 pub mod wire;

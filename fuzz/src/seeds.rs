@@ -4,7 +4,7 @@
 //! `corpus/machine_*/seed-*`.
 
 use crate::input::STEP;
-use crate::{client, connection, consumer, net::net_op, producer};
+use crate::{client, connection, consumer, group, net::net_op, producer, share};
 
 /// A script: the settings chunk, then one chunk per action (see [`STEP`]).
 #[derive(Debug, Default, Clone)]
@@ -142,6 +142,71 @@ pub fn consumer_seeds() -> Vec<(&'static str, Vec<u8>)> {
     vec![("fetched", s.step(app_op::CLOSE, &[]).0)]
 }
 
+/// Answers spread over the first three sockets with requests waiting, `n` rounds.
+fn spread(mut s: Script, n: usize) -> Script {
+    for i in 0..n {
+        s = s.step(net_op::ANSWER, &[(i % 3) as u8]);
+    }
+    s
+}
+
+/// A member's life: subscribed, joined, assigned, records polled and committed.
+fn member(settings: &[u8], subscribe: &[u8]) -> Vec<u8> {
+    use group::app_op;
+    let mut s = spread(Script::new(settings).step(app_op::SUBSCRIBE, subscribe), 12);
+    for _ in 0..6 {
+        s = spread(next(s), 6).step(app_op::POLL, &[]);
+    }
+    let s = spread(s.step(app_op::COMMIT, &[0]), 4);
+    spread(s.step(app_op::CLOSE, &[]), 4).0
+}
+
+/// The group member: classic (range, then cooperative-sticky as a static member) and
+/// KIP-848, each joined, assigned, polling and committing; one by a pattern.
+pub fn group_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    // kbytes 9, protocol, assignor, heartbeat 100 ms, session 3 s, max.poll 9 s,
+    // auto-commit on, interval 200 ms, 5 records a poll, earliest, read_uncommitted,
+    // static membership.
+    let classic = [8, 0, 0, 0, 0, 7, 0, 0, 4, 0, 0, 0];
+    let cooperative = [8, 0, 3, 0, 0, 7, 0, 0, 4, 0, 0, 1];
+    let kip848 = [8, 1, 0, 0, 0, 7, 0, 0, 4, 0, 0, 0];
+    vec![
+        ("classic", member(&classic, &[0, 0, 0, 1])),
+        ("cooperative-static", member(&cooperative, &[0, 0, 0, 1])),
+        ("kip848", member(&kip848, &[0, 0, 0, 1])),
+        ("kip848-pattern", member(&kip848, &[3, 0])),
+    ]
+}
+
+/// The share consumer: subscribed, assigned, records handed out and acknowledged
+/// (implicitly; explicitly with accept, release, reject and renew), committed, closed.
+pub fn share_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    use share::app_op;
+    let base = |settings: &[u8]| {
+        spread(
+            Script::new(settings).step(app_op::SUBSCRIBE, &[0, 0, 1]),
+            10,
+        )
+    };
+    let mut implicit = base(&[0, 4]);
+    for _ in 0..4 {
+        implicit = spread(next(implicit), 4).step(app_op::POLL, &[]);
+    }
+    let implicit = spread(implicit.step(app_op::COMMIT, &[]), 4).step(app_op::CLOSE, &[]);
+    let mut explicit = base(&[1, 4]);
+    for round in 0..4u8 {
+        explicit = spread(next(explicit), 4).step(app_op::POLL, &[]);
+        for i in 0..5u8 {
+            explicit = explicit.step(app_op::ACK, &[round % 4, 0, i]);
+        }
+    }
+    let explicit = spread(explicit.step(app_op::COMMIT, &[]), 4).step(app_op::CLOSE, &[]);
+    vec![
+        ("implicit", spread(implicit, 4).0),
+        ("explicit", spread(explicit, 4).0),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,13 +218,23 @@ mod tests {
     fn transactions(data: &[u8]) -> usize {
         producer::run_transactional(data) as usize
     }
+    fn group(data: &[u8]) -> usize {
+        let d = group::run(data);
+        usize::from(d.assigned > 0 && d.polled > 0 && d.committed > 0)
+    }
+    fn share(data: &[u8]) -> usize {
+        let d = share::run(data);
+        usize::from(d.assigned > 0 && d.polled > 0 && d.acknowledged > 0)
+    }
     type Driver = fn(&[u8]) -> usize;
-    const TARGETS: [(&str, Seeds, Driver); 5] = [
+    const TARGETS: [(&str, Seeds, Driver); 7] = [
         ("machine_connection", connection_seeds, connection::run),
         ("machine_client", client_seeds, client::run),
         ("machine_producer", producer_seeds, producer),
         ("machine_transactions", transaction_seeds, transactions),
         ("machine_consumer", consumer_seeds, consumer::run),
+        ("machine_group", group_seeds, group),
+        ("machine_share", share_seeds, share),
     ];
 
     #[test]
@@ -221,6 +296,16 @@ mod replay {
             Ok("machine_producer") => crate::producer::run(&data) as usize,
             Ok("machine_transactions") => crate::producer::run_transactional(&data) as usize,
             Ok("machine_consumer") => crate::consumer::run(&data),
+            Ok("machine_group") => {
+                let d = crate::group::run(&data);
+                eprintln!("{d:?}");
+                d.polled
+            }
+            Ok("machine_share") => {
+                let d = crate::share::run(&data);
+                eprintln!("{d:?}");
+                d.polled
+            }
             _ => crate::client::run(&data),
         };
         eprintln!("depth {depth}");

@@ -59,9 +59,12 @@ impl GroupConsumer {
             return;
         }
         self.poll_expired = true;
-        if !self.owned.is_empty() {
+        // Partitions still being taken over were announced too (and ones being revoked:
+        // their revocation became a loss).
+        let all = self.assigned();
+        if !all.is_empty() {
             self.events
-                .push_back(GroupEvent::Lost(self.owned.iter().cloned().collect()));
+                .push_back(GroupEvent::Lost(all.into_iter().collect()));
         }
         self.give_up_all(cx);
         self.member

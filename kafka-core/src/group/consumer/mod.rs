@@ -300,11 +300,24 @@ impl GroupConsumer {
         all
     }
 
+    /// [`GroupConsumer::assigned`] less the partitions whose revocation was already
+    /// reported (`Revoked`) and is pending: what a new `Revoked` may name, so no
+    /// partition is reported revoked twice (a `Lost` may still name them: the
+    /// revocation became a loss).
+    fn announced(&self) -> BTreeSet<TopicPartition> {
+        let mut all = self.assigned();
+        if let Some(r) = &self.revoking {
+            all.retain(|tp| !r.partitions.contains(tp));
+        }
+        all
+    }
+
     fn on_member_events(&mut self, cx: &mut OpContext<'_>) {
         let events = std::mem::take(&mut self.member_events);
         for e in events {
             match e {
                 MemberEvent::Revoke { lost: true } => {
+                    // Partitions being revoked too: their revocation became a loss.
                     let all = self.assigned();
                     if !all.is_empty() {
                         self.events

@@ -72,8 +72,16 @@ impl GroupConsumer {
         }
         self.fetcher
             .pause(partitions.iter().map(|(t, p)| (&**t, *p)));
-        self.events
-            .push_back(GroupEvent::Revoked(partitions.iter().cloned().collect()));
+        // Partitions of a revocation still pending were reported `Revoked` already.
+        let before = self.revoking.as_ref().map(|r| &r.partitions);
+        let new: Vec<TopicPartition> = partitions
+            .iter()
+            .filter(|tp| !before.is_some_and(|b| b.contains(*tp)))
+            .cloned()
+            .collect();
+        if !new.is_empty() {
+            self.events.push_back(GroupEvent::Revoked(new));
+        }
         self.revoking = Some(Revocation {
             partitions,
             raised_at: cx.now(),

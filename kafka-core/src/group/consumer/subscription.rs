@@ -113,9 +113,12 @@ impl GroupConsumer {
     pub fn unsubscribe(&mut self, cx: &mut OpContext<'_>) {
         self.clear_pattern(cx);
         self.topics.clear();
-        if !self.owned.is_empty() {
+        // Every partition announced and not yet reported revoked: owned ones and ones
+        // whose committed offsets are still being looked up (`Assigned` too).
+        let all = self.announced();
+        if !all.is_empty() {
             self.events
-                .push_back(GroupEvent::Revoked(self.owned.iter().cloned().collect()));
+                .push_back(GroupEvent::Revoked(all.into_iter().collect()));
         }
         self.give_up_all(cx);
         self.member.leave(cx, "the consumer unsubscribed");

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{World, TOPIC};
 use crate::group::{CommitError, GroupEvent};
-use crate::protocol::KafkaCode;
+use crate::protocol::{ApiKey, KafkaCode};
 
 const S: Duration = Duration::from_secs(1);
 
@@ -520,4 +520,144 @@ fn a_member_whose_heartbeats_go_unanswered_gives_its_partitions_up_after_the_ses
     );
     w.run(2 * S);
     w.assert_disjoint();
+}
+
+/// Walks a member's events: a partition is assigned at most once until it is revoked
+/// or lost, and only an assigned one is revoked (or lost, also once being revoked).
+/// Returns what it still holds.
+fn announced_held(events: &[GroupEvent]) -> BTreeSet<(std::sync::Arc<str>, i32)> {
+    let mut held = BTreeSet::new();
+    let mut revoking = BTreeSet::new();
+    for e in events {
+        match e {
+            GroupEvent::Assigned(ps) => {
+                for tp in ps {
+                    assert!(held.insert(tp.clone()), "{tp:?} assigned twice: {events:?}");
+                    revoking.remove(tp);
+                }
+            }
+            GroupEvent::Revoked(ps) => {
+                for tp in ps {
+                    assert!(held.remove(tp), "{tp:?} revoked, not assigned: {events:?}");
+                    revoking.insert(tp.clone());
+                }
+            }
+            GroupEvent::Lost(ps) => {
+                // A revocation may become a loss.
+                for tp in ps {
+                    assert!(
+                        held.remove(tp) || revoking.remove(tp),
+                        "{tp:?} lost, not assigned: {events:?}"
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    held
+}
+
+#[test]
+fn unsubscribing_while_committed_offsets_are_looked_up_revokes_the_announced_partitions() {
+    let mut w = World::new(2, 5);
+    // The committed offsets stay unknown for a while: the partitions are announced
+    // `Assigned` but still being taken over.
+    w.fail_next(
+        ApiKey::OffsetFetch,
+        &[KafkaCode::COORDINATOR_LOAD_IN_PROGRESS; 200],
+    );
+    let a = w.add(&[]);
+    w.run_until(10 * S, |w| {
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Assigned(_)))
+    });
+    assert!(
+        w.nodes[a].records.is_empty(),
+        "nothing fetched: the offsets are still being looked up"
+    );
+    let id = w.nodes[a].id;
+    w.nodes[a]
+        .client
+        .command(w.now, id, |g, cx| g.unsubscribe(cx))
+        .unwrap();
+    w.run(100 * Duration::from_millis(1));
+    let held = announced_held(&w.nodes[a].events);
+    assert!(
+        held.is_empty(),
+        "still announced after unsubscribing: {held:?}"
+    );
+}
+
+#[test]
+fn a_poll_interval_passed_while_committed_offsets_are_looked_up_loses_the_announced_partitions() {
+    let mut w = World::new(2, 5);
+    w.fail_next(
+        ApiKey::OffsetFetch,
+        &[KafkaCode::COORDINATOR_LOAD_IN_PROGRESS; 2000],
+    );
+    let a = w.add(&[("max.poll.interval.ms", "3000")]);
+    w.run_until(10 * S, |w| {
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Assigned(_)))
+    });
+    w.nodes[a].polling = false;
+    w.run(4 * S);
+    let id = w.nodes[a].id;
+    let mut events = w.nodes[a].events.clone();
+    let _ = w.nodes[a].client.command(w.now, id, |g, _| {
+        while let Some(e) = g.take_event() {
+            events.push(e);
+        }
+    });
+    assert!(
+        events.iter().any(|e| matches!(e, GroupEvent::Lost(_))),
+        "{events:?}"
+    );
+    let held = announced_held(&events);
+    assert!(
+        held.is_empty(),
+        "still announced after the poll interval: {held:?}"
+    );
+}
+
+#[test]
+fn unsubscribing_during_a_pending_revocation_reports_each_partition_revoked_once() {
+    let range = [("partition.assignment.strategy", "range")];
+    let mut w = World::new(4, 20);
+    let a = w.add(&range);
+    w.run_until(10 * S, |w| w.owned(a).len() == 4);
+    // a's application stops polling: the revocation the next rebalance raises stays
+    // pending (its events wait in the machine).
+    w.nodes[a].polling = false;
+    let _b = w.add(&range);
+    let id = w.nodes[a].id;
+    let mut events = w.nodes[a].events.clone();
+    let end = w.now + 10 * S;
+    while !events.iter().any(|e| matches!(e, GroupEvent::Revoked(_))) {
+        assert!(w.now < end, "no revocation");
+        w.run(Duration::from_millis(1));
+        let _ = w.nodes[a].client.command(w.now, id, |g, _| {
+            while let Some(e) = g.take_event() {
+                events.push(e);
+            }
+        });
+    }
+    w.nodes[a]
+        .client
+        .command(w.now, id, |g, cx| {
+            g.unsubscribe(cx);
+            while let Some(e) = g.take_event() {
+                events.push(e);
+            }
+        })
+        .unwrap();
+    let held = announced_held(&events);
+    assert!(
+        held.is_empty(),
+        "still announced after unsubscribing: {held:?}"
+    );
 }
