@@ -1,0 +1,167 @@
+//! The chaos run's transactional consume-transform-produce pipelines (`TxnPipeline`,
+//! read_committed, offsets in the transaction): `kafka-blocking`'s and `kafka-tokio`'s,
+//! each on its own group, `transactional.id` and output topic. An instance that hits a
+//! non-abortable error is dropped and a new one takes the `transactional.id` over.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use kafka_core::config::ClientConfig;
+use tokio::runtime::Runtime;
+
+use super::{config, out_value, Adapter};
+
+/// What one pipeline did.
+#[derive(Debug, Default)]
+pub(crate) struct PipeStats {
+    pub(crate) instances: u32,
+    pub(crate) transactions: u64,
+    pub(crate) records: u64,
+    pub(crate) aborted: u64,
+    pub(crate) errors: Vec<String>,
+}
+
+impl PipeStats {
+    fn note(&mut self, adapter: Adapter, what: String) {
+        println!("{} pipeline: {what}", adapter.name());
+        if self.errors.len() < 50 {
+            self.errors.push(what);
+        }
+    }
+}
+
+/// Where a pipeline reads, writes and commits.
+#[derive(Debug, Clone)]
+pub(crate) struct Pipe {
+    pub(crate) adapter: Adapter,
+    pub(crate) input: String,
+    pub(crate) output: String,
+    pub(crate) group: String,
+}
+
+impl Pipe {
+    fn consumer(&self, via: &str) -> ClientConfig {
+        config(&[
+            ("bootstrap.servers", via),
+            ("group.id", &self.group),
+            ("isolation.level", "read_committed"),
+            ("enable.auto.commit", "false"),
+            ("auto.offset.reset", "earliest"),
+            ("session.timeout.ms", "10000"),
+            ("heartbeat.interval.ms", "1000"),
+            ("max.poll.records", "500"),
+            ("reconnect.backoff.max.ms", "500"),
+        ])
+    }
+
+    fn producer(&self, via: &str) -> ClientConfig {
+        config(&[
+            ("bootstrap.servers", via),
+            ("transactional.id", &format!("{}-tx", self.group)),
+            ("linger.ms", "5"),
+            ("transaction.timeout.ms", "30000"),
+            ("request.timeout.ms", "5000"),
+            ("reconnect.backoff.max.ms", "500"),
+        ])
+    }
+}
+
+/// Runs `pipe` until `stop` (a tokio pipeline on `rt`).
+pub(crate) fn run(pipe: &Pipe, via: &str, stop: &AtomicBool, rt: &Runtime) -> PipeStats {
+    match pipe.adapter {
+        Adapter::Blocking => blocking(pipe, via, stop),
+        Adapter::Tokio => rt.block_on(tokio(pipe, via, stop)),
+        other => unimplemented!("no {} pipeline in the chaos run", other.name()),
+    }
+}
+
+fn blocking(pipe: &Pipe, via: &str, stop: &AtomicBool) -> PipeStats {
+    use kafka_blocking::{Error, Record, TxnPipeline};
+    let mut stats = PipeStats::default();
+    while !stop.load(Ordering::SeqCst) {
+        let p = match TxnPipeline::new(pipe.consumer(via), pipe.producer(via), [&pipe.input]) {
+            Ok(p) => p,
+            Err(e) => {
+                stats.note(pipe.adapter, format!("new instance failed: {e}"));
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
+        };
+        stats.instances += 1;
+        while !stop.load(Ordering::SeqCst) {
+            let r = p.run_once(Duration::from_millis(200), |r, out| {
+                let v = r.value.as_deref().unwrap_or_default();
+                let record = Record::new(pipe.output.as_str(), out_value(v));
+                out.push(record.key(r.key.clone().unwrap_or_default()));
+            });
+            match r {
+                Ok(0) => {}
+                Ok(n) => {
+                    stats.transactions += 1;
+                    stats.records += n as u64;
+                }
+                Err(Error::Transaction(e)) if e.is_abortable() => {
+                    stats.aborted += 1;
+                    stats.note(pipe.adapter, format!("aborted and rewound: {e}"));
+                }
+                Err(e) => {
+                    stats.note(pipe.adapter, format!("instance dropped: {e}"));
+                    break;
+                }
+            }
+        }
+        if stop.load(Ordering::SeqCst) {
+            if let Err(e) = p.close() {
+                stats.note(pipe.adapter, format!("close: {e}"));
+            }
+        }
+    }
+    stats
+}
+
+async fn tokio(pipe: &Pipe, via: &str, stop: &AtomicBool) -> PipeStats {
+    use kafka_tokio::{Error, Record, TxnPipeline};
+    let mut stats = PipeStats::default();
+    while !stop.load(Ordering::SeqCst) {
+        let made = TxnPipeline::new(pipe.consumer(via), pipe.producer(via), [&pipe.input]).await;
+        let p = match made {
+            Ok(p) => p,
+            Err(e) => {
+                stats.note(pipe.adapter, format!("new instance failed: {e}"));
+                ::tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        stats.instances += 1;
+        while !stop.load(Ordering::SeqCst) {
+            let r = p
+                .run_once(Duration::from_millis(200), |r, out| {
+                    let v = r.value.as_deref().unwrap_or_default();
+                    let record = Record::new(pipe.output.as_str(), out_value(v));
+                    out.push(record.key(r.key.clone().unwrap_or_default()));
+                })
+                .await;
+            match r {
+                Ok(0) => {}
+                Ok(n) => {
+                    stats.transactions += 1;
+                    stats.records += n as u64;
+                }
+                Err(Error::Transaction(e)) if e.is_abortable() => {
+                    stats.aborted += 1;
+                    stats.note(pipe.adapter, format!("aborted and rewound: {e}"));
+                }
+                Err(e) => {
+                    stats.note(pipe.adapter, format!("instance dropped: {e}"));
+                    break;
+                }
+            }
+        }
+        if stop.load(Ordering::SeqCst) {
+            if let Err(e) = p.close().await {
+                stats.note(pipe.adapter, format!("close: {e}"));
+            }
+        }
+    }
+    stats
+}
