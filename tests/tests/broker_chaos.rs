@@ -435,6 +435,7 @@ fn chaos_every_adapter_producers_txn_pipelines_and_mixed_groups_zero_anomalies()
         .into_iter()
         .map(|t| t.join().expect("producer thread"))
         .collect();
+    let healed = start.elapsed();
     println!(
         "faults done and healed at {:.1}s; {} records sent",
         start.elapsed().as_secs_f64(),
@@ -476,6 +477,11 @@ fn chaos_every_adapter_producers_txn_pipelines_and_mixed_groups_zero_anomalies()
         injected.by_kind, injected.skipped
     );
     println!("  proxy: {:?}", proxy.stats());
+    println!(
+        "  run: {:.1}s from the first fault's clock start, {:.1}s of it after the producers stopped",
+        start.elapsed().as_secs_f64(),
+        (start.elapsed() - healed).as_secs_f64()
+    );
     for (p, (sent, acked, failed, unknown, reasons)) in produced.iter().zip(&figures) {
         println!(
             "  {} idempotent producer: {sent} sent, {acked} acked, {failed} failed, {unknown} possibly delivered",
@@ -491,7 +497,9 @@ fn chaos_every_adapter_producers_txn_pipelines_and_mixed_groups_zero_anomalies()
             .ok()
             .and_then(|v| v.parse().ok())
             .and_then(Adapter::of_value);
-        *in_log.entry(adapter.map_or("none", Adapter::name)).or_default() += 1;
+        *in_log
+            .entry(adapter.map_or("none", Adapter::name))
+            .or_default() += 1;
     }
     println!(
         "  checker: {} sends, {} acked, {} reads; input log {} records ({in_log:?})",

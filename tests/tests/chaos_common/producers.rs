@@ -3,7 +3,7 @@
 //! topic through the proxy, every send's outcome kept by send index, until told to stop;
 //! then a close that waits for every outcome.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -171,6 +171,10 @@ fn mio(via: &str, topic: &str, stop: &AtomicBool) -> Vec<Option<Sent>> {
     let mut next_burst = Instant::now();
     let mut closing: Option<Instant> = None;
     let mut i: u64 = 0;
+    // Turns, bursts, and sends refused `WouldBlock` (tried again at the next burst) by
+    // what they wait for, for the summary.
+    let (mut turns, mut bursts) = (0u64, 0u64);
+    let mut would_block: BTreeMap<String, u64> = BTreeMap::new();
     loop {
         let now = Instant::now();
         if closing.is_none() && stop.load(Ordering::SeqCst) {
@@ -178,6 +182,7 @@ fn mio(via: &str, topic: &str, stop: &AtomicBool) -> Vec<Option<Sent>> {
             closing = Some(now);
         }
         if closing.is_none() && now >= next_burst {
+            bursts += 1;
             let until = i + BURST;
             while i < until {
                 let v = Adapter::Mio.value(i).to_string();
@@ -186,7 +191,10 @@ fn mio(via: &str, topic: &str, stop: &AtomicBool) -> Vec<Option<Sent>> {
                     .partition(partition(i));
                 match driver.producer(id).send(&record) {
                     Ok(a) => sends.push(Ok(a)),
-                    Err(SendError::WouldBlock(_)) => break,
+                    Err(SendError::WouldBlock(why)) => {
+                        *would_block.entry(why.to_string()).or_default() += 1;
+                        break;
+                    }
                     Err(e) => sends.push(Err(Err((false, format!("send: {e}"))))),
                 }
                 i += 1;
@@ -195,6 +203,7 @@ fn mio(via: &str, topic: &str, stop: &AtomicBool) -> Vec<Option<Sent>> {
         }
         let wait = next_burst.saturating_duration_since(Instant::now());
         turn(&mut poll, &mut events, &mut driver, wait);
+        turns += 1;
         while let Some(report) = driver.producer(id).take_report() {
             reports.entry(report.batch.0).or_default().push(report);
         }
@@ -209,7 +218,10 @@ fn mio(via: &str, topic: &str, stop: &AtomicBool) -> Vec<Option<Sent>> {
         }
     }
     driver.shutdown(poll.registry());
-    println!("kafka-mio producer closed");
+    println!(
+        "kafka-mio producer closed: {turns} turns, {bursts} bursts; sends refused WouldBlock \
+         and tried again at the next burst: {would_block:?}"
+    );
     sends
         .into_iter()
         .map(|s| match s {
@@ -230,6 +242,9 @@ fn mio(via: &str, topic: &str, stop: &AtomicBool) -> Vec<Option<Sent>> {
 
 /// One turn of the mio caller's loop (at most `max`).
 fn turn(poll: &mut Poll, events: &mut Events, driver: &mut Driver, max: Duration) {
+    // What the view's calls (sends, taken reports) queued goes out first: until then the
+    // driver's timeout is zero.
+    driver.poll(poll.registry());
     let wait = driver.timeout().map_or(max, |t| t.min(max));
     poll.poll(events, Some(wait)).expect("poll");
     for event in events.iter() {
