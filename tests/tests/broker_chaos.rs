@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use chaos_common::pipelines::{self, Pipe, PipeStats};
 use chaos_common::producers::{self, Produced};
 use chaos_common::{
-    committed, config, drain, env_u64, members, out_value, owners, seen, Adapter, PARTITIONS,
+    committed, config, drain, env_u64, members, out_value, owners, seen, Adapter, Log, PARTITIONS,
     PATIENCE,
 };
 use group_common::{unique, Member};
@@ -88,7 +88,7 @@ fn judge_producers(
     produced: &[Produced],
     bootstrap: &str,
     input: &str,
-) -> (Verdict, BTreeMap<(i32, i64), Vec<u8>>, Vec<ProducerFigures>) {
+) -> (Verdict, Log, Vec<ProducerFigures>) {
     let mut history = History::new();
     let mut figures = Vec::new();
     for p in produced {
@@ -174,7 +174,7 @@ fn catch_up(
     pipes: &[(Pipe, JoinHandle<PipeStats>)],
     groups: &[Group],
     input: &str,
-    log: &BTreeMap<(i32, i64), Vec<u8>>,
+    log: &Log,
 ) -> Option<String> {
     let ends: BTreeMap<i32, i64> = (0..PARTITIONS)
         .map(|p| {
@@ -249,11 +249,7 @@ fn catch_up(
 
 /// Stops every member and checks what each got against the log; returns per group a
 /// line of figures.
-fn judge_groups(
-    groups: &mut [Group],
-    log: &BTreeMap<(i32, i64), Vec<u8>>,
-    anomalies: &mut Vec<String>,
-) -> Vec<String> {
+fn judge_groups(groups: &mut [Group], log: &Log, anomalies: &mut Vec<String>) -> Vec<String> {
     let mut lines = Vec::new();
     for g in groups {
         let mut per_member = Vec::new();

@@ -66,6 +66,9 @@ impl Adapter {
     }
 }
 
+/// A drained topic: the value at each `(partition, offset)`.
+pub(crate) type Log = BTreeMap<(i32, i64), Vec<u8>>;
+
 /// What a producer was told about its record `i` (partition `i % 6`): `Ok((partition,
 /// offset))`, or `Err((possibly delivered, why))`; `None`: no outcome (the checker
 /// reports it).

@@ -12,6 +12,9 @@ use kafka_core::group::GroupEvent;
 use super::seen;
 use crate::group_common::Seen;
 
+/// A watched group: its name, and each member's name and record.
+pub(crate) type Watched = (String, Vec<(String, Arc<Mutex<Seen>>)>);
+
 /// Two members of one group owning a partition at once, sampled every 20 ms: each
 /// overlap once, with when it was first and last seen since `start`. An overlap that
 /// ends with one of the two reporting the partition `Lost` is the protocol's zombie
@@ -19,7 +22,7 @@ use crate::group_common::Seen;
 /// while it could not reach it (its commits are refused), and it learnt so late.
 /// Returns `(anomalies, zombie windows)`.
 pub(crate) fn watch_owners(
-    groups: Vec<(String, Vec<(String, Arc<Mutex<Seen>>)>)>,
+    groups: Vec<Watched>,
     start: Instant,
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<(Vec<String>, Vec<String>)> {
