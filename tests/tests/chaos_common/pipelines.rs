@@ -4,12 +4,46 @@
 //! non-abortable error is dropped and a new one takes the `transactional.id` over.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kafka_core::config::ClientConfig;
 use tokio::runtime::Runtime;
 
-use super::{config, out_value, Adapter};
+use super::{config, out_value, Adapter, PARTITIONS};
+
+/// How long a pipeline may go without input before it reports its consumer's state
+/// (again every such span): what a stalled pipeline looked like.
+const STALL: Duration = Duration::from_secs(15);
+
+/// Time since the last committed transaction, and the last stall report.
+struct Idle {
+    since: Instant,
+    reported: Instant,
+}
+
+impl Default for Idle {
+    fn default() -> Self {
+        let now = Instant::now();
+        Idle {
+            since: now,
+            reported: now,
+        }
+    }
+}
+
+impl Idle {
+    fn report_due(&mut self) -> bool {
+        let due = self.reported.elapsed() >= STALL;
+        if due {
+            self.reported = Instant::now();
+        }
+        due
+    }
+
+    fn since(&self) -> Duration {
+        self.since.elapsed()
+    }
+}
 
 /// What one pipeline did.
 #[derive(Debug, Default)]
@@ -88,7 +122,21 @@ fn blocking(pipe: &Pipe, via: &str, stop: &AtomicBool) -> PipeStats {
             }
         };
         stats.instances += 1;
+        let mut idle = Idle::default();
         while !stop.load(Ordering::SeqCst) {
+            if idle.report_due() {
+                let c = p.consumer();
+                let at: Vec<_> = (0..PARTITIONS)
+                    .map(|q| c.position(&pipe.input, q).ok().flatten())
+                    .collect();
+                let what = format!(
+                    "no input for {:?}: assignment {:?}, positions {at:?}, {:?}",
+                    idle.since(),
+                    c.assignment(),
+                    c.metrics()
+                );
+                stats.note(pipe.adapter, what);
+            }
             let r = p.run_once(Duration::from_millis(200), |r, out| {
                 let v = r.value.as_deref().unwrap_or_default();
                 let record = Record::new(pipe.output.as_str(), out_value(v));
@@ -97,6 +145,7 @@ fn blocking(pipe: &Pipe, via: &str, stop: &AtomicBool) -> PipeStats {
             match r {
                 Ok(0) => {}
                 Ok(n) => {
+                    idle = Idle::default();
                     stats.transactions += 1;
                     stats.records += n as u64;
                 }
@@ -133,7 +182,21 @@ async fn tokio(pipe: &Pipe, via: &str, stop: &AtomicBool) -> PipeStats {
             }
         };
         stats.instances += 1;
+        let mut idle = Idle::default();
         while !stop.load(Ordering::SeqCst) {
+            if idle.report_due() {
+                let c = p.consumer();
+                let mut at = Vec::new();
+                for q in 0..PARTITIONS {
+                    at.push(c.position(&pipe.input, q).await.ok().flatten());
+                }
+                let what = format!(
+                    "no input for {:?}: positions {at:?}, {:?}",
+                    idle.since(),
+                    c.metrics().await
+                );
+                stats.note(pipe.adapter, what);
+            }
             let r = p
                 .run_once(Duration::from_millis(200), |r, out| {
                     let v = r.value.as_deref().unwrap_or_default();
@@ -144,6 +207,7 @@ async fn tokio(pipe: &Pipe, via: &str, stop: &AtomicBool) -> PipeStats {
             match r {
                 Ok(0) => {}
                 Ok(n) => {
+                    idle = Idle::default();
                     stats.transactions += 1;
                     stats.records += n as u64;
                 }

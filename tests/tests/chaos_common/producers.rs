@@ -201,7 +201,11 @@ fn mio(via: &str, topic: &str, stop: &AtomicBool) -> Vec<Option<Sent>> {
             }
             next_burst = now + PACE;
         }
-        let wait = next_burst.saturating_duration_since(Instant::now());
+        let wait = match closing {
+            // Only the driver's own work is left.
+            Some(_) => PACE,
+            None => next_burst.saturating_duration_since(Instant::now()),
+        };
         turn(&mut poll, &mut events, &mut driver, wait);
         turns += 1;
         while let Some(report) = driver.producer(id).take_report() {
