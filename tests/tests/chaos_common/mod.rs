@@ -3,8 +3,6 @@
 //! (`pipelines`), the group members (`members`), the owner watch (`owners`), and the
 //! drains and offset look-ups the checks use.
 
-#![allow(dead_code)]
-
 pub(crate) mod members;
 pub(crate) mod owners;
 pub(crate) mod pipelines;
