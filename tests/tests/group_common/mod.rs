@@ -1,7 +1,8 @@
 //! Shared by the real-broker group suites: a fresh 12-partition topic with counted
 //! records, and a group member — the core's `GroupConsumer` on its own blocking client,
-//! driven from its own thread through `with_core` — whose records, owned partitions and
-//! events the test thread reads; waits that check no partition has two owners.
+//! driven from its own thread through `with_core` (or another loop given to
+//! `Member::spawn`) — whose records, owned partitions and events the test thread reads;
+//! waits that check no partition has two owners.
 
 #![allow(dead_code)]
 
@@ -75,6 +76,25 @@ pub(crate) struct Seen {
     pub(crate) leader: bool,
 }
 
+impl Seen {
+    /// Takes in `events`: the owned partitions follow them; a `Failed` one panics.
+    pub(crate) fn note(&mut self, events: Vec<GroupEvent>) {
+        for e in &events {
+            match e {
+                GroupEvent::Assigned(ps) => self.owned.extend(ps.iter().map(|(_, p)| *p)),
+                GroupEvent::Revoked(ps) | GroupEvent::Lost(ps) => {
+                    for (_, p) in ps {
+                        self.owned.remove(p);
+                    }
+                }
+                GroupEvent::Failed(e) => panic!("member failed: {e}"),
+                _ => {}
+            }
+        }
+        self.events.extend(events);
+    }
+}
+
 pub(crate) struct Member {
     pub(crate) seen: Arc<Mutex<Seen>>,
     pub(crate) stop: Arc<AtomicBool>,
@@ -83,24 +103,39 @@ pub(crate) struct Member {
     pub(crate) thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// A member's settings: the suites' session, heartbeat and auto-commit timing plus
+/// `extra`.
+pub(crate) fn member_config(addr: &str, extra: &[(&str, &str)], group: &str) -> ClientConfig {
+    let mut pairs = vec![
+        ("bootstrap.servers", addr),
+        ("group.id", group),
+        ("auto.offset.reset", "earliest"),
+        ("session.timeout.ms", "6000"),
+        ("heartbeat.interval.ms", "500"),
+        ("auto.commit.interval.ms", "500"),
+        ("max.poll.records", "50"),
+    ];
+    pairs.extend_from_slice(extra);
+    ClientConfig::from_pairs(pairs).expect("config")
+}
+
+/// A member's loop: `(config, topic, seen, stop, close)`, as [`member_loop`].
+pub(crate) type MemberLoop =
+    Box<dyn FnOnce(ClientConfig, &str, Arc<Mutex<Seen>>, Arc<AtomicBool>, Arc<AtomicBool>) + Send>;
+
 impl Member {
     pub(crate) fn start(addr: &str, topic: &str, extra: &[(&str, &str)], group: &str) -> Member {
-        let mut pairs = vec![
-            ("bootstrap.servers", addr),
-            ("group.id", group),
-            ("auto.offset.reset", "earliest"),
-            ("session.timeout.ms", "6000"),
-            ("heartbeat.interval.ms", "500"),
-            ("auto.commit.interval.ms", "500"),
-            ("max.poll.records", "50"),
-        ];
-        pairs.extend_from_slice(extra);
-        let config = ClientConfig::from_pairs(pairs).expect("config");
+        let config = member_config(addr, extra, group);
+        Member::spawn(config, topic, Box::new(member_loop))
+    }
+
+    /// A member running `body` on its own thread (another adapter's loop).
+    pub(crate) fn spawn(config: ClientConfig, topic: &str, body: MemberLoop) -> Member {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let close = Arc::new(AtomicBool::new(true));
         let (s, st, cl, topic) = (seen.clone(), stop.clone(), close.clone(), topic.to_string());
-        let thread = std::thread::spawn(move || member_loop(config, &topic, s, st, cl));
+        let thread = std::thread::spawn(move || body(config, &topic, s, st, cl));
         Member {
             seen,
             stop,
@@ -171,20 +206,8 @@ pub(crate) fn member_loop(
         let idle = records.is_empty() && events.is_empty();
         {
             let mut s = seen.lock().unwrap();
-            for e in &events {
-                match e {
-                    GroupEvent::Assigned(ps) => s.owned.extend(ps.iter().map(|(_, p)| *p)),
-                    GroupEvent::Revoked(ps) | GroupEvent::Lost(ps) => {
-                        for (_, p) in ps {
-                            s.owned.remove(p);
-                        }
-                    }
-                    GroupEvent::Failed(e) => panic!("member failed: {e}"),
-                    _ => {}
-                }
-            }
+            s.note(events);
             s.records.extend(records);
-            s.events.extend(events);
             (s.generation, s.leader) = generation;
         }
         if idle {
