@@ -126,16 +126,25 @@ fn every_record_once_through_three_crashes(addr: &str, n: u64, rng: &mut Rng) {
     let mut crashes = 0;
     for crash in 0..3 {
         let before = committed(&addr, &group);
+        // Crash k comes once a random point of the k-th quarter of the input is
+        // committed (in its second half), then a random moment later: inside a
+        // transaction, between them, or while committing. Not after a fixed delay: a
+        // worker commits ~100,000 records a second, so a delay of up to a second let
+        // it finish the input before the third crash (a CI run saw exactly that).
+        let quarter = n / 4;
+        let point = quarter * crash + quarter / 2 + rng.below(quarter / 2 + 1);
         let mut w = Worker::start(&addr, &input, &output, &group, &txn_id);
-        // Let it make progress (it must first wait out the killed member's session),
-        // then kill it a random moment later: inside a transaction, between them, or
-        // while committing.
-        while committed(&addr, &group) == before {
+        // It must first wait out the killed member's session.
+        loop {
+            let now = committed(&addr, &group);
+            if now > before && now >= point {
+                break;
+            }
             assert!(Instant::now() < deadline, "crash {crash}: no progress");
             assert!(w.alive(), "worker exited");
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(rng.below(1000)));
+        std::thread::sleep(Duration::from_millis(rng.below(50)));
         w.kill();
         let at = committed(&addr, &group);
         println!("crash {crash}: killed at {at} committed");
