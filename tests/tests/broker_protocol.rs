@@ -111,6 +111,42 @@ fn every_version_of_core_apis_round_trips_through_the_broker() {
         );
         names.push(name);
     }
+    // CreateTopics answers before every broker's metadata cache has the new topic; wait
+    // until the latest Metadata version sees all of them, then check every version.
+    let latest = range(&c, ApiKey::Metadata).max;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let req = MetadataRequest {
+            topics: Some(
+                names
+                    .iter()
+                    .map(|n| MetadataRequestTopic {
+                        name: Some(n.clone()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        };
+        let resp = c.call(latest, &req).unwrap();
+        let ready = resp.topics.len() == names.len()
+            && resp
+                .topics
+                .iter()
+                .all(|t| t.error_code == 0 && t.partitions.len() == 2);
+        if ready {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "created topics not in Metadata after 30 s: {:?}",
+            resp.topics
+                .iter()
+                .map(|t| (&t.name, t.error_code))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     for v in range(&c, ApiKey::Metadata).min..=range(&c, ApiKey::Metadata).max {
         let req = MetadataRequest {
             topics: Some(

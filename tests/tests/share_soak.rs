@@ -172,12 +172,17 @@ fn three_members_drain_a_partition_with_releases_rejects_and_a_kill() {
     let deadline = t1 + Duration::from_secs(60 + n as u64 / 200);
     let mut killed_at = None;
     loop {
-        let (accepted, rejected) = confirmed(&lines.lock().unwrap());
-        let st = member_state(&lines.lock().unwrap(), 0);
-        let open = if killed_at.is_some() {
-            uncertain(&lines.lock().unwrap(), &st.sending).len()
-        } else {
-            0
+        // One lock per 10 ms sample (the readers append under it meanwhile).
+        let (accepted, rejected, st, open) = {
+            let now = lines.lock().unwrap();
+            let (accepted, rejected) = confirmed(&now);
+            let st = member_state(&now, 0);
+            let open = if killed_at.is_some() {
+                uncertain(&now, &st.sending).len()
+            } else {
+                0
+            };
+            (accepted, rejected, st, open)
         };
         if accepted + rejected + open >= n as usize {
             break;
