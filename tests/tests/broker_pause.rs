@@ -239,10 +239,34 @@ fn admin_calls_route_around_a_paused_node() {
         deleted[&other]
     );
     eprintln!("delete_topics: {delete_took:?}");
+    // The client's part, as for the create: the delete never went to the paused node
+    // more than once. Its time bound holds unless a live broker held the forwarded
+    // request past our request timeout (seen in CI: node 2 timed out DeleteTopics and
+    // DescribeQuorum twice while its controller channel caught up; the broker's
+    // forwarding, not our routing).
+    let deletes = kafka_tests::event_log::lines()
+        .into_iter()
+        .filter(|l| {
+            l.contains("message=kafka connection failed")
+                && l.contains("cause=DeleteTopics request")
+        })
+        .collect::<Vec<_>>();
+    let deletes_to_paused = deletes.iter().filter(|l| l.contains(&to_paused)).count();
     assert!(
-        delete_took < NEXT_CALL_BOUND,
-        "delete_topics took {delete_took:?}: the controller route went back to the paused node"
+        deletes_to_paused <= 1,
+        "delete_topics went to the paused node {paused} {deletes_to_paused} times"
     );
+    if deletes.len() > deletes_to_paused {
+        eprintln!(
+            "delete_topics timed out on a live broker {} times: it held the forwarded request",
+            deletes.len() - deletes_to_paused
+        );
+    } else {
+        assert!(
+            delete_took < NEXT_CALL_BOUND,
+            "delete_topics took {delete_took:?}: the controller route went back to the paused node"
+        );
+    }
     // Everything above ran with the node paused.
     assert_eq!(
         rig_state(paused),
