@@ -227,6 +227,10 @@ fn run_group(
     let label = format!("{adapter} {protocol:?}");
     let seed = schedule_seed(&label);
     println!("{label}: seed {seed} (SIM_ADAPTER_SEED={seed} replays the schedule)");
+    if std::env::var_os("SIM_TRACE").is_some() {
+        // Every client event to stderr, stamped (a stuck member's last requests show).
+        kafka_tests::event_log::to_stderr();
+    }
     let group = format!("g-{adapter}");
     let mut cluster = SimCluster::new(3);
     cluster.create_topic(TOPIC, PARTITIONS);
@@ -302,6 +306,13 @@ fn run_group(
                 owner.views,
                 consumed.values().map(BTreeSet::len).collect::<Vec<_>>()
             );
+            server.with_cluster(|c| {
+                let now = c.txn.now_ms();
+                if let Some(g) = c.groups.groups.get(&group) {
+                    println!("{label}: coordinator at {now} ms: {g:#?}");
+                }
+                println!("{label}: {:?}", c.groups.counters);
+            });
             break false;
         }
     };

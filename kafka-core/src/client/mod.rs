@@ -576,9 +576,8 @@ impl Client {
                 None => {}
             }
         }
-        if let Some(router::Internal::Metadata) = p.internal() {
-            self.metadata_in_flight = false;
-            self.sync_metadata_timer();
+        if let Some(internal) = p.internal() {
+            self.internal_ended(internal, Some("discarded"));
         }
     }
 
@@ -996,7 +995,10 @@ impl Client {
         };
         self.timers.set(Timer::Parked(id), None);
         match p.owner {
-            Owner::Internal(_) => {}
+            Owner::Internal(internal) => {
+                let error = result.err().map(|e| e.to_string());
+                self.internal_ended(&internal, error.as_deref());
+            }
             Owner::App => {
                 self.done.insert(id, result);
                 self.app_done.insert(id);

@@ -308,6 +308,28 @@ impl Client {
         }
     }
 
+    /// One of the router's own requests ended by a path that does not handle its answer
+    /// (given up while waiting for a route, no address, discarded): its bookkeeping is
+    /// released so the next need sends a new one. A lookup left marked in flight would
+    /// leave every request for that coordinator waiting until it gives up, forever.
+    pub(crate) fn internal_ended(&mut self, internal: &Internal, error: Option<&str>) {
+        match internal {
+            Internal::Metadata => {
+                self.metadata_in_flight = false;
+                self.sync_metadata_timer();
+            }
+            Internal::FindCoordinator { key_type, keys } => {
+                self.lookups_ended(*key_type, keys);
+                if let Some(error) = error {
+                    for key in keys {
+                        let reason = format!("FindCoordinator for {key}: {error}");
+                        self.fail_coordinator_waiters(key, &reason);
+                    }
+                }
+            }
+        }
+    }
+
     /// The lookup for `keys` ended (found, failed or given up).
     fn lookups_ended(&mut self, key_type: i8, keys: &[String]) {
         for k in keys {

@@ -354,6 +354,48 @@ fn group_coordinator_lookups_are_batched_and_retried_while_loading() {
     assert_eq!(h.client.take_response(k).unwrap().unwrap().error_code, 0);
 }
 
+/// A coordinator lookup that gave up waiting for a route (its only broker in a reconnect
+/// backoff longer than the request timeout) ends, and so do the requests waiting for it:
+/// the next request for that coordinator starts a new lookup. The lookup used to stay
+/// marked in flight, so every later request for the group waited for a lookup that never
+/// came (found by `sim_adapters_groups`: a KIP-848 member answered "no coordinator known"
+/// on every heartbeat for 40 s after the faults healed).
+#[test]
+fn a_coordinator_lookup_given_up_waiting_for_a_route_is_asked_again() {
+    let mut h = Harness::with(&[
+        ("request.timeout.ms", "1000"),
+        ("reconnect.backoff.ms", "5000"),
+        ("reconnect.backoff.max.ms", "5000"),
+    ]);
+    let hb = || HeartbeatRequest {
+        group_id: "g".into(),
+        ..Default::default()
+    };
+    let first = h
+        .client
+        .send(h.now, Route::GroupCoordinator("g".into()), hb());
+    h.io();
+    let (conn, _, _) = h.connecting.remove(0);
+    h.client.handle_closed(h.now, conn, "connection refused");
+    // The lookup waits out the bootstrap server's backoff until its give-up time.
+    for _ in 0..4 {
+        h.advance(Duration::from_millis(500));
+    }
+    let ended = h.client.take_response(first).expect("the heartbeat ended");
+    assert!(ended.is_err(), "{ended:?}");
+    // Past the backoff, a new request for the group asks for its coordinator again.
+    h.advance(Duration::from_secs(5));
+    let _second = h
+        .client
+        .send(h.now, Route::GroupCoordinator("g".into()), hb());
+    let rest = h.negotiate();
+    let apis: Vec<ApiKey> = rest.iter().map(|(_, _, s)| s.api()).collect();
+    assert!(
+        apis.contains(&ApiKey::FindCoordinator),
+        "no new lookup, only {apis:?}"
+    );
+}
+
 #[test]
 fn throttle_time_in_a_response_delays_the_next_request_on_that_connection() {
     let mut h = Harness::new();
