@@ -114,18 +114,17 @@ fn every_version_of_core_apis_round_trips_through_the_broker() {
     // CreateTopics answers before every broker's metadata cache has the new topic; wait
     // until the latest Metadata version sees all of them, then check every version.
     let latest = range(&c, ApiKey::Metadata).max;
+    let asked: Vec<MetadataRequestTopic> = names
+        .iter()
+        .map(|n| MetadataRequestTopic {
+            name: Some(n.clone()),
+            ..Default::default()
+        })
+        .collect();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let req = MetadataRequest {
-            topics: Some(
-                names
-                    .iter()
-                    .map(|n| MetadataRequestTopic {
-                        name: Some(n.clone()),
-                        ..Default::default()
-                    })
-                    .collect(),
-            ),
+            topics: Some(asked.clone()),
             ..Default::default()
         };
         let resp = c.call(latest, &req).unwrap();
@@ -149,15 +148,7 @@ fn every_version_of_core_apis_round_trips_through_the_broker() {
     }
     for v in range(&c, ApiKey::Metadata).min..=range(&c, ApiKey::Metadata).max {
         let req = MetadataRequest {
-            topics: Some(
-                names
-                    .iter()
-                    .map(|n| MetadataRequestTopic {
-                        name: Some(n.clone()),
-                        ..Default::default()
-                    })
-                    .collect(),
-            ),
+            topics: Some(asked.clone()),
             allow_auto_topic_creation: v < 4, // the field exists from v4; v0-3 imply true
             ..Default::default()
         };
