@@ -296,10 +296,11 @@ impl Driver {
         };
         let (metrics, flushed) = m;
         assert!(
-            metrics.buffer_used <= metrics.buffer_limit + BUFFER_SLACK,
-            "buffer.memory {} passed: {} charged",
+            metrics.buffer_used + metrics.buffer_pooled <= metrics.buffer_limit + BUFFER_SLACK,
+            "buffer.memory {} passed: {} charged, {} pooled",
             metrics.buffer_limit,
-            metrics.buffer_used
+            metrics.buffer_used,
+            metrics.buffer_pooled
         );
         let done: Vec<Vec<(u64, u32)>> = self
             .flushes

@@ -176,6 +176,12 @@ pub(super) struct Accumulator {
     linger: Duration,
     budget: usize,
     used: usize,
+    /// Memory of finished batches kept for the next ones (Java's `BufferPool`): a new
+    /// batch reuses it instead of allocating and faulting in fresh pages. It counts
+    /// against `buffer.memory` with `used` and gives way when a record needs the room.
+    free: Vec<Vec<u8>>,
+    /// What the buffers in `free` count against the budget: a batch's reservation each.
+    pooled: usize,
     next_batch: u64,
     /// Open batches by linger deadline.
     lingering: BTreeSet<(Instant, usize)>,
@@ -206,6 +212,8 @@ impl Accumulator {
             linger,
             budget,
             used: 0,
+            free: Vec::new(),
+            pooled: 0,
             next_batch: 0,
             lingering: BTreeSet::new(),
             ready: BTreeSet::new(),
@@ -226,6 +234,11 @@ impl Accumulator {
 
     pub(super) fn budget(&self) -> usize {
         self.budget
+    }
+
+    /// What the pooled buffers of finished batches count against the budget.
+    pub(super) fn pooled(&self) -> usize {
+        self.pooled
     }
 
     /// The id the next batch opened gets (every id below it was handed out).
@@ -260,7 +273,16 @@ impl Accumulator {
         });
         let extra = in_open.unwrap_or_else(|| self.reservation().max(size + BATCH_OVERHEAD));
         let fits = self.used + extra <= self.budget;
-        if !fits && in_open.is_none() && p.open.is_some() {
+        if fits {
+            // A new batch takes a pooled buffer: that one is already counted.
+            let reused = if in_open.is_none() && !self.free.is_empty() {
+                self.reservation()
+            } else {
+                0
+            };
+            self.trim_pool(self.budget - extra + reused);
+        }
+        if !fits && in_open.is_none() && self.parts[part].open.is_some() {
             // A sealing failure is reported inside `seal`.
             let _ = self.seal(part);
         }
@@ -320,6 +342,15 @@ impl Accumulator {
     fn open(&mut self, now: Instant, sent: Instant, part: usize, size: usize) {
         let charged = self.reservation().max(size + BATCH_OVERHEAD);
         self.used += charged;
+        let reservation = self.reservation();
+        let builder = &mut self.parts[part].builder;
+        if !builder.spare_is_free() {
+            if let Some(buf) = self.free.pop() {
+                self.pooled -= reservation;
+                builder.give_buffer(buf);
+            }
+        }
+        self.trim_pool(self.budget);
         let id = BatchId(self.next_batch);
         self.next_batch += 1;
         self.outstanding.insert(id.0, 1);
@@ -421,8 +452,13 @@ impl Accumulator {
 
     /// Ends a batch (or a piece of a split one): releases its charge and queues its
     /// report.
-    pub(super) fn finish(&mut self, batch: Batch, outcome: Result<super::Delivered, ProduceError>) {
+    pub(super) fn finish(
+        &mut self,
+        mut batch: Batch,
+        outcome: Result<super::Delivered, ProduceError>,
+    ) {
         self.used -= batch.charged;
+        self.recycle(&mut batch.bytes);
         if let Some(pieces) = self.outstanding.get_mut(&batch.id.0) {
             *pieces -= 1;
             if *pieces == 0 {
@@ -445,6 +481,32 @@ impl Accumulator {
             records: batch.records,
             outcome,
         });
+    }
+
+    /// Keeps a finished batch's memory for a later batch if nobody else holds it, it is
+    /// at least a batch's reservation and the budget has room for it.
+    fn recycle(&mut self, bytes: &mut BatchBytes) {
+        let buf = match std::mem::replace(bytes, BatchBytes::Sent(Bytes::new())) {
+            BatchBytes::Unsent(m) => m,
+            BatchBytes::Sent(b) => match b.try_into_mut() {
+                Ok(m) => m,
+                // The builder still holds the batch's memory for its next batch.
+                Err(_) => return,
+            },
+        };
+        let buf = Vec::from(buf);
+        let size = self.reservation();
+        if buf.capacity() >= size && self.used + self.pooled + size <= self.budget {
+            self.pooled += size;
+            self.free.push(buf);
+        }
+    }
+
+    /// Frees pooled buffers until `used` and the pool take at most `limit` bytes.
+    fn trim_pool(&mut self, limit: usize) {
+        while self.used + self.pooled > limit && self.free.pop().is_some() {
+            self.pooled -= self.reservation();
+        }
     }
 
     /// Fails every batch that is not in a request: open, queued and waiting retries.

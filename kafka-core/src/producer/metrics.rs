@@ -87,6 +87,9 @@ pub struct ProducerMetrics {
     pub buffer_used: usize,
     /// `buffer.memory`.
     pub buffer_limit: usize,
+    /// Memory of finished batches kept for the next ones (as Java's `BufferPool`);
+    /// with `buffer_used` at most `buffer_limit`.
+    pub buffer_pooled: usize,
     /// Batches not yet fully reported (a split batch counts once).
     pub batches_outstanding: usize,
     /// Epoch bumps and producer id renewals.

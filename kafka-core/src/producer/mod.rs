@@ -486,6 +486,7 @@ impl Producer {
             requests_in_flight: self.sender.in_flight(),
             buffer_used: self.acc.used(),
             buffer_limit: self.acc.budget(),
+            buffer_pooled: self.acc.pooled(),
             batches_outstanding: self.acc.outstanding.len(),
             epoch_bumps: self.idem.bumps,
             transactions_committed: self.txn.as_ref().map_or(0, |t| t.ended.0),

@@ -310,6 +310,21 @@ impl BatchBuilder {
         self.records_len = 0;
     }
 
+    /// Whether the next batch can reuse the memory of the last sealed batch: nobody
+    /// holds that batch any more. When not, a producer hands the builder a freed
+    /// buffer of another batch ([`give_buffer`](Self::give_buffer)) rather than let it
+    /// allocate (and fault in) fresh memory.
+    pub fn spare_is_free(&mut self) -> bool {
+        self.spare.try_reclaim(self.batch_size.min(MAX_RESERVE))
+    }
+
+    /// Gives the builder `buf`'s memory (emptied) for its next batch; what it held for
+    /// that is released.
+    pub fn give_buffer(&mut self, mut buf: Vec<u8>) {
+        buf.clear();
+        self.spare = BytesMut::from(Bytes::from(buf));
+    }
+
     /// A `Vec` for a batch's bytes: the last sealed batch's memory if nobody holds
     /// that batch any more (no copy, no allocation), else a new one.
     fn take_spare(&mut self) -> Vec<u8> {

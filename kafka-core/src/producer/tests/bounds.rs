@@ -79,3 +79,63 @@ fn a_full_batch_does_not_open_another_past_buffer_memory() {
     assert!(c.run_until(Duration::from_secs(70), all_reported));
     assert_eq!(c.check_guarantees(), 1 + taken + 1);
 }
+
+/// The memory of answered batches is kept for the next batches (as Java's
+/// `BufferPool`), so a busy producer does not allocate and fault in fresh pages per
+/// batch; what the pool keeps counts with the charged bytes against `buffer.memory`,
+/// and gives way to records when the buffer fills.
+#[test]
+fn answered_batches_memory_is_reused_within_buffer_memory() {
+    let mut c = Cluster::new(&[
+        ("buffer.memory", "200000"),
+        ("batch.size", "16384"),
+        ("linger.ms", "60000"),
+    ]);
+    let reservation = 16384 + crate::record::BATCH_HEADER_LEN;
+    let within =
+        |m: &crate::producer::ProducerMetrics| m.buffer_used + m.buffer_pooled <= m.buffer_limit;
+    // Batches of partition 0 queue up behind held answers: each new one is written in
+    // new memory, the one before it keeps its own.
+    c.faults.hold = true;
+    let mut sent = 0;
+    for n in 0..600u64 {
+        c.send_ok(0, &value(n));
+        sent += 1;
+        let m = metrics(&mut c);
+        assert!(within(&m), "record {n}: {m:?}");
+    }
+    flush(&mut c);
+    c.faults.hold = false;
+    assert!(c.run_until(Duration::from_secs(5), all_reported));
+    let m = metrics(&mut c);
+    assert!(
+        m.buffer_pooled >= 2 * reservation,
+        "answered batches' memory kept: {m:?}"
+    );
+    assert!(within(&m), "{m:?}");
+    // A partition's first batch takes a kept buffer instead of allocating.
+    let before = m.buffer_pooled;
+    c.send_ok(1, &value(1_000));
+    sent += 1;
+    let m = metrics(&mut c);
+    assert_eq!(m.buffer_pooled, before - reservation, "{m:?}");
+    // Filling the buffer while answers are held: the pool gives way, the bound holds.
+    c.faults.hold = true;
+    for n in 0..10_000u64 {
+        if c.send(2, &value(2_000 + n)).is_err() {
+            break;
+        }
+        sent += 1;
+        let m = metrics(&mut c);
+        assert!(within(&m), "record {n}: {m:?}");
+    }
+    let m = metrics(&mut c);
+    assert!(
+        m.buffer_used + reservation > m.buffer_limit,
+        "refused only when full: {m:?}"
+    );
+    c.faults.hold = false;
+    flush(&mut c);
+    assert!(c.run_until(Duration::from_secs(70), all_reported));
+    assert_eq!(c.check_guarantees(), sent);
+}
