@@ -396,6 +396,64 @@ fn a_coordinator_lookup_given_up_waiting_for_a_route_is_asked_again() {
     );
 }
 
+/// Found by sim_adapters_groups with 5 s of faults: every node had failed recently and
+/// the one whose backoff ended first was a broker the metadata no longer listed. Each
+/// request with any route went to it and failed at once with "no address", the
+/// metadata refresh that would have cured it included: two members heartbeated into
+/// that error for 40 s.
+#[test]
+fn any_route_skips_a_failed_broker_that_left_the_metadata() {
+    let mut h = Harness::with(&[
+        ("reconnect.backoff.ms", "1000"),
+        ("reconnect.backoff.max.ms", "1000"),
+    ]);
+    let leader = Route::Leader {
+        topic: "t".into(),
+        partition: 0,
+    };
+    let _offsets = h.client.send(h.now, leader, list_offsets());
+    let (boot, _, seen) = h.negotiate().remove(0);
+    h.reply(boot, &seen, &cluster_metadata());
+    h.io();
+    let (to_2, host, _) = h.connecting.remove(0);
+    assert_eq!(host, "b2", "the leader");
+    // Broker 1, the controller, refuses a connection: the first to fail ...
+    let _to_1 = h.client.send(h.now, Route::Broker(1), list_offsets());
+    h.io();
+    let (conn, host, _) = h.connecting.remove(0);
+    assert_eq!(host, "b1");
+    h.client.handle_closed(h.now, conn, "connection refused");
+    // ... and the refresh that follows says the cluster has forgotten it.
+    h.advance(Duration::from_millis(150));
+    let (conn, _, seen) = h.written().remove(0);
+    assert_eq!((conn, seen.api()), (boot, ApiKey::Metadata));
+    let mut metadata = cluster_metadata();
+    metadata.brokers.retain(|b| b.node_id != 1);
+    metadata.controller_id = 2;
+    h.reply(conn, &seen, &metadata);
+    // Broker 2 and the bootstrap server fail too, later than broker 1 did (by more
+    // than the backoff's jitter).
+    h.advance(Duration::from_millis(400));
+    h.client.handle_closed(h.now, to_2, "connection refused");
+    h.advance(Duration::from_millis(10));
+    h.client.handle_closed(h.now, boot, "connection reset");
+    // Past the backoffs a request for any broker goes to one that has an address.
+    h.advance(Duration::from_millis(1500));
+    let again = h.client.send(h.now, Route::Any, MetadataRequest::default());
+    let ended = h.client.take_response(again);
+    assert!(ended.is_none(), "failed instead of connecting: {ended:?}");
+    let sent: Vec<(String, ApiKey)> = h
+        .negotiate()
+        .into_iter()
+        .map(|(_, host, seen)| (host, seen.api()))
+        .collect();
+    assert!(
+        sent.iter()
+            .any(|(h, api)| h != "b1" && *api == ApiKey::Metadata),
+        "the request was not sent: {sent:?}"
+    );
+}
+
 #[test]
 fn throttle_time_in_a_response_delays_the_next_request_on_that_connection() {
     let mut h = Harness::new();
