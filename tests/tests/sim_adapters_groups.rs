@@ -48,7 +48,7 @@ fn fault_ms() -> u64 {
     std::env::var("SIM_GROUP_FAULT_MS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1_500)
+        .unwrap_or(5_000)
 }
 
 /// Events a listener saw, stamped when it ran.
