@@ -281,10 +281,20 @@ impl GroupConsumer {
         self.consumer.metrics()
     }
 
-    /// Closes: commits what the application has taken (auto-commit on), leaves the
-    /// group (not a static member) and returns the final counters; polls fail
-    /// [`Error::Closed`] from now on.
+    /// Closes: the listener sees every owned partition `Revoked` (`Lost` without a
+    /// generation) first, on this thread, and may commit (Java's close); then commits
+    /// what the application has taken (auto-commit on), leaves the group (not a static
+    /// member) and returns the final counters; polls fail [`Error::Closed`] from now on.
     pub fn close(&self) -> Result<ConsumerMetrics, Error> {
+        if self.listener.is_set() {
+            let answer = self
+                .group
+                .ask_release()
+                .map(|mut rx| rx.recv_deadline(None));
+            if let Some(Ok(Some(event))) = answer {
+                self.listener.deliver(self, &[event]);
+            }
+        }
         self.consumer.close()
     }
 

@@ -163,6 +163,14 @@ impl GroupConsumerView<'_> {
         self.command(|g, _| g.position(topic, partition)).flatten()
     }
 
+    /// What the application gives up when it closes: every owned partition as
+    /// `GroupEvent::Revoked` (`Lost` without a generation), to handle (and commit)
+    /// before [`GroupConsumerView::close`], as the other adapters' listeners do at close;
+    /// `None` when it owns nothing or is not running.
+    pub fn release_on_close(&mut self) -> Option<GroupEvent> {
+        self.command(|g, _| g.release_on_close()).flatten()
+    }
+
     /// Closes: commits what was handed out (auto-commit on), leaves the group, then the
     /// machine finishes (its output: the final counters).
     pub fn close(&mut self) {

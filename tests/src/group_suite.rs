@@ -10,8 +10,9 @@
 //!    duplicate);
 //! 4. `commit_sync` on both, checked against the broker's committed offsets (the admin
 //!    client's list group offsets): the log end of every partition;
-//! 5. `b` closes (leaves): `a` owns every partition again well before `b`'s session
-//!    (30 s) could have expired.
+//! 5. `b` closes: its listener sees every partition it owns `Revoked` (Java's close
+//!    calls `onPartitionsRevoked`) and commits, then it leaves: `a` owns every partition
+//!    again well before `b`'s session (30 s) could have expired.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -126,7 +127,7 @@ fn every_record_once(fixture: &Fixture, seen: &[&Seen]) {
 }
 
 /// The group's committed offsets of `topic`, by partition.
-pub(crate) fn committed(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+pub fn committed(bootstrap: &str, group: &str, topic: &str) -> BTreeMap<i32, i64> {
     committed_with_metadata(bootstrap, group, topic)
         .into_iter()
         .map(|(p, o)| (p, o.offset))
@@ -236,8 +237,21 @@ pub fn run(adapter: &mut impl Adapter, bootstrap: &str, name: &str) {
     a.commit_sync(Offsets::these([(topic, mine, fixture.len(mine) as i64)]))
         .expect("explicit commit back");
 
-    eprintln!("group suite: b closes and leaves, a takes over at once");
+    eprintln!("group suite: b closes (its listener sees its partitions revoked), leaves, a takes over at once");
+    sb.poll(&mut b, &fixture, Duration::ZERO);
+    let owned: Vec<TopicPartition> = sb.owned.iter().map(|p| (topic.into(), *p)).collect();
     b.close();
+    let mut at_close = b.events();
+    for e in &mut at_close {
+        if let Rebalance::Revoked(ps) = e {
+            ps.sort();
+        }
+    }
+    assert_eq!(
+        at_close,
+        vec![Rebalance::Revoked(owned)],
+        "b's listener at close: every partition it owned, revoked"
+    );
     let start = Instant::now();
     while sa.owned.len() < PARTITIONS as usize {
         assert!(

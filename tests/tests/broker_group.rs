@@ -15,7 +15,9 @@
 //!   matching topic created mid-run;
 //! - an assignor of the application's own, registered in the config
 //!   (`ClientConfig::with_assignor`), decides the assignment of two `kafka-blocking`
-//!   members.
+//!   members;
+//! - closing with a listener, classic and KIP-848: the listener sees every owned
+//!   partition revoked before LeaveGroup and its commit there is what the broker keeps.
 
 mod group_common;
 
@@ -362,4 +364,76 @@ fn an_assignor_registered_in_the_config_decides_the_assignment() {
     }
     a.close().expect("close a");
     b.close().expect("close b");
+}
+
+/// Closing with a listener (`kafka-blocking`): before LeaveGroup the listener sees every
+/// owned partition `Revoked` and its `commit_sync` of the consumed positions lands (Java
+/// calls `onPartitionsRevoked` in `close`); auto-commit is off, so the broker's
+/// committed offsets are the listener's.
+fn close_revokes_through_the_listener(protocol: &str) {
+    use kafka_blocking::{GroupConsumer, Offsets, Rebalance};
+    use std::sync::{Arc, Mutex};
+    let Some(addr) = broker_or_skip(&format!("broker_group close listener {protocol}")) else {
+        return;
+    };
+    let n = 40;
+    let topic = unique(&format!("close-{protocol}"));
+    pattern_topic(&addr, &topic, n);
+    let group = unique(&format!("g-close-{protocol}"));
+    let config = kafka_core::config::ClientConfig::from_pairs([
+        ("bootstrap.servers", addr.as_str()),
+        ("group.id", group.as_str()),
+        ("group.protocol", protocol),
+        ("auto.offset.reset", "earliest"),
+        ("enable.auto.commit", "false"),
+    ])
+    .expect("config");
+    let consumer = GroupConsumer::new(config).expect("consumer");
+    let seen: Arc<Mutex<Vec<Rebalance>>> = Arc::default();
+    let events = seen.clone();
+    consumer
+        .subscribe_with([&topic], move |c: &GroupConsumer, e: &Rebalance| {
+            events.lock().unwrap().push(e.clone());
+            if let Rebalance::Revoked(_) = e {
+                c.commit_sync(Offsets::Consumed, Duration::from_secs(30))
+                    .expect("commit in the revocation listener");
+            }
+        })
+        .expect("subscribe");
+    let mut taken: std::collections::BTreeMap<i32, i64> = Default::default();
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while taken.values().map(|o| o + 1).sum::<i64>() < n as i64 {
+        assert!(
+            std::time::Instant::now() < end,
+            "{protocol}: took {taken:?}"
+        );
+        for r in consumer.poll(Duration::from_millis(200)).expect("poll") {
+            taken.insert(r.partition, r.offset);
+        }
+    }
+    seen.lock().unwrap().clear();
+    consumer.close().expect("close");
+    let at_close = std::mem::take(&mut *seen.lock().unwrap());
+    let revoked: BTreeSet<i32> = match at_close.as_slice() {
+        [Rebalance::Revoked(ps)] => ps.iter().map(|(_, p)| *p).collect(),
+        other => panic!("{protocol}: the listener at close saw {other:?}"),
+    };
+    assert_eq!(revoked, BTreeSet::from([0, 1]), "{protocol}");
+    let committed = kafka_tests::group_suite::committed(&addr, &group, &topic);
+    let want: std::collections::BTreeMap<i32, i64> =
+        taken.iter().map(|(p, o)| (*p, o + 1)).collect();
+    assert_eq!(
+        committed, want,
+        "{protocol}: the listener's commit at close"
+    );
+}
+
+#[test]
+fn a_classic_close_revokes_through_the_listener_which_commits() {
+    close_revokes_through_the_listener("classic");
+}
+
+#[test]
+fn a_kip848_close_revokes_through_the_listener_which_commits() {
+    close_revokes_through_the_listener("consumer");
 }

@@ -152,6 +152,12 @@ impl suite::Member for Member {
     }
     fn close(&mut self) {
         let id = self.id();
+        // As the listener adapters do at close: what it gives up, committed first.
+        if let Some(GroupEvent::Revoked(p)) = self.driver.group_consumer(id).release_on_close() {
+            self.seen.push(Rebalance::Revoked(p));
+            self.commit_sync(Offsets::Consumed)
+                .expect("commit of the revocation at close");
+        }
         self.driver.group_consumer(id).close();
         let start = Instant::now();
         while self.driver.take_output(id).is_none() {

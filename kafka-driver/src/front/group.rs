@@ -139,6 +139,13 @@ impl AsyncGroupConsumer {
             .ok_or(ConsumerError::DriverGone)
     }
 
+    /// What the application gives up at close (`Revoked` or `Lost` of every owned
+    /// partition), for its listener before the close; `None` when it owns nothing.
+    pub async fn release_on_close(&self) -> Option<Rebalance> {
+        let mut rx = self.group.ask_release()?;
+        poll_fn(|cx| rx.poll_recv(cx)).await.flatten()
+    }
+
     /// The member's group identity and the positions the application has taken, as
     /// `(topic, partition, next offset)`: what a consume-transform-produce loop sends
     /// into its transaction. `Closed` once the consumer is closed.
@@ -380,10 +387,17 @@ macro_rules! async_group_consumer {
             call.await.map_err(Error::Lookup)
         }
 
-        /// Closes: commits what the application has taken (auto-commit on), leaves the
-        /// group (not a static member) and resolves with the final counters; polls get
+        /// Closes: the listener sees every owned partition `Revoked` (`Lost` without
+        /// a generation) first, on this task, and may commit (Java's close); then commits
+        /// what the application has taken (auto-commit on), leaves the group (not a
+        /// static member) and resolves with the final counters; polls get
         /// [`Error::Closed`] from now on.
         pub async fn close(&self) -> Result<ConsumerMetrics, Error> {
+            if self.listener.is_set() {
+                if let Some(event) = self.inner.release_on_close().await {
+                    self.listener.deliver(self, &[event]);
+                }
+            }
             self.inner.consumer().close().await.map_err(failed)
         }
         }

@@ -51,6 +51,17 @@ impl GroupCore {
             .unwrap_or_default()
     }
 
+    /// What the application gives up at close, for its listener (see
+    /// `GroupConsumer::release_on_close`); `None` when it owns nothing or is closed.
+    pub fn release_on_close(&mut self, core: &mut Client, now: Instant) -> Option<Rebalance> {
+        let event = core.command(now, self.inner.id(), |g, _| g.release_on_close());
+        match event.flatten()? {
+            GroupEvent::Revoked(p) => Some(Rebalance::Revoked(p)),
+            GroupEvent::Lost(p) => Some(Rebalance::Lost(p)),
+            _ => None,
+        }
+    }
+
     /// The member's group identity and the positions the application has taken: what a
     /// consume-transform-produce loop sends into its transaction. `None` once closed.
     pub fn transaction_offsets(

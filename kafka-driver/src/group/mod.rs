@@ -117,6 +117,14 @@ impl<C: ?Sized> Listener<C> {
         *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = listener;
     }
 
+    /// Whether a listener is set.
+    pub fn is_set(&self) -> bool {
+        self.slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
     /// Hands `events` to the listener, if any. It is taken out while it runs, so a
     /// listener that polls (it should not) finds none instead of a deadlock.
     pub fn deliver(&self, consumer: &C, events: &[Rebalance]) {
@@ -376,6 +384,29 @@ impl GroupMailbox {
             let got = hub.group(key, |g, core| g.assignment(core, now));
             answer(got.unwrap_or_default());
         })
+    }
+
+    /// The command that answers with what the application gives up at close (`Revoked`
+    /// or `Lost` of every owned partition), for its listener before the close.
+    pub fn release_command(
+        &self,
+        answer: impl FnOnce(Option<Rebalance>) + Send + 'static,
+    ) -> HubCommand {
+        let key = self.mailbox.key();
+        Box::new(move |hub, now| {
+            let got = hub.group(key, |g, core| g.release_on_close(core, now));
+            answer(got.flatten());
+        })
+    }
+
+    /// Asks the driver what the application gives up at close (for its listener,
+    /// before the close); the receiver gets the answer, `None` without a driver.
+    pub fn ask_release(&self) -> Option<Receiver<Option<Rebalance>>> {
+        let (tx, rx) = chan::channel(1);
+        let command = self.release_command(move |r| {
+            let _ = tx.push(r);
+        });
+        self.mailbox.submit(command).then_some(rx)
     }
 
     /// The command that answers with the member's group identity and the positions the

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use super::GroupConsumer;
+use super::{GroupConsumer, GroupEvent};
 use crate::client::OpContext;
 
 #[derive(Debug)]
@@ -16,6 +16,22 @@ pub(super) enum Closing {
 }
 
 impl GroupConsumer {
+    /// What the application gives up when it closes, for its listener to see before
+    /// [`GroupConsumer::close`] (Java's `onLeavePrepare`): every owned partition, as
+    /// `Revoked` while the member holds a generation (a commit from the listener is still
+    /// accepted) or `Lost` when it holds none; `None` when it owns nothing or is closing.
+    pub fn release_on_close(&self) -> Option<GroupEvent> {
+        if self.closing.is_some() || self.owned.is_empty() {
+            return None;
+        }
+        let owned = self.assignment();
+        Some(if self.member.commit_as().is_some() {
+            GroupEvent::Revoked(owned)
+        } else {
+            GroupEvent::Lost(owned)
+        })
+    }
+
     /// Closes: commits consumed positions (with auto-commit on) and waits for every
     /// commit still running, leaves the group (not a static member), then finishes.
     pub fn close(&mut self, cx: &mut OpContext<'_>) {

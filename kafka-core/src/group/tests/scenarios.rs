@@ -233,10 +233,18 @@ fn closing_commits_consumed_positions_and_leaves_so_the_others_take_over_at_once
     w.run_until(20 * S, |w| w.owned(a).len() == 2 && w.owned(b).len() == 2);
     w.run_until(10 * S, |w| w.log.len() == 120);
     let id = w.nodes[b].id;
-    w.nodes[b]
+    // What b's application gives up at close: its two partitions, revoked (it holds a
+    // generation), asked before the close and not after it.
+    let released = w.nodes[b]
         .client
-        .command(w.now, id, |g, cx| g.close(cx))
+        .command(w.now, id, |g, cx| {
+            let released = g.release_on_close();
+            g.close(cx);
+            (released, g.release_on_close())
+        })
         .unwrap();
+    let owned_b: Vec<_> = w.owned(b).into_iter().map(|p| (TOPIC.into(), p)).collect();
+    assert_eq!(released, (Some(GroupEvent::Revoked(owned_b)), None));
     w.nodes[b].polling = false;
     // Well before b's session would expire (10 s), a owns everything.
     w.run_until(3 * S, |w| w.owned(a).len() == 4);
@@ -518,6 +526,12 @@ fn a_member_whose_heartbeats_go_unanswered_gives_its_partitions_up_after_the_ses
         "{:?}",
         w.nodes[a].events
     );
+    // a owns nothing now: closing gives nothing up.
+    let id = w.nodes[a].id;
+    let released = w.nodes[a]
+        .client
+        .command(w.now, id, |g, _| g.release_on_close());
+    assert_eq!(released, Some(None));
     w.run(2 * S);
     w.assert_disjoint();
 }
