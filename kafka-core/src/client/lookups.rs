@@ -64,20 +64,15 @@ impl Client {
                 self.submit_as(now, id, Route::Any, Arc::new(req), opts, owner);
             }
             Some(at) => {
-                let pending = super::Pending {
-                    route: Route::Any,
-                    request: super::Shared(Arc::new(req)),
-                    opts: RequestOptions::default(),
-                    attempts,
-                    at: None,
-                    give_up_at: None,
-                    retry_at: Some(at),
-                    parked: false,
+                let mut pending = super::Pending::new(
+                    Route::Any,
+                    super::Shared(Arc::new(req)),
+                    RequestOptions::default(),
                     owner,
-                    since: now,
-                    last_cause: None,
-                    violations: 0,
-                };
+                    now,
+                );
+                pending.attempts = attempts;
+                pending.retry_at = Some(at);
                 self.pending.insert(id, pending);
                 self.timers.set(Timer::Parked(id), Some(at));
             }

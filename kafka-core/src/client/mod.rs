@@ -248,6 +248,32 @@ struct Pending {
 }
 
 impl Pending {
+    /// A request submitted at `now`, not yet attempted or placed anywhere.
+    fn new(
+        route: Route,
+        request: Shared,
+        opts: RequestOptions,
+        owner: Owner,
+        now: Instant,
+    ) -> Self {
+        Pending {
+            route,
+            request,
+            opts,
+            attempts: 0,
+            at: None,
+            give_up_at: None,
+            retry_at: None,
+            parked: false,
+            owner,
+            since: now,
+            last_cause: None,
+            violations: 0,
+        }
+    }
+}
+
+impl Pending {
     fn internal(&self) -> Option<&router::Internal> {
         match &self.owner {
             Owner::Internal(i) => Some(i),
@@ -796,20 +822,7 @@ impl Client {
         owner: Owner,
     ) {
         self.last_now = Some(now);
-        let pending = Pending {
-            route,
-            request: Shared(request),
-            opts,
-            attempts: 0,
-            at: None,
-            give_up_at: None,
-            retry_at: None,
-            parked: false,
-            owner,
-            since: now,
-            last_cause: None,
-            violations: 0,
-        };
+        let pending = Pending::new(route, Shared(request), opts, owner, now);
         self.pending.insert(id, pending);
         self.route(now, id);
     }

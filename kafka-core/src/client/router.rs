@@ -268,11 +268,20 @@ impl Client {
     /// Whether `node` can be connected to: a bootstrap server, a broker in the metadata
     /// or one learnt from a response's endpoints.
     fn has_address(&self, node: i32) -> bool {
-        if node < 0 {
-            ((-node - 1) as usize) < self.bootstrap.len()
+        self.address_of(node).is_some()
+    }
+
+    /// Where `node` is: a bootstrap entry (negative ids), a broker of the metadata, or
+    /// one a response named outside it (KIP-951 endpoints).
+    fn address_of(&self, node: i32) -> Option<(&str, u16)> {
+        let (host, port) = if node < 0 {
+            self.bootstrap.get((-node - 1) as usize)?
+        } else if let Some(b) = self.metadata.broker(node) {
+            return Some((b.host.as_str(), b.port));
         } else {
-            self.metadata.broker(node).is_some() || self.extra_brokers.contains_key(&node)
-        }
+            self.extra_brokers.get(&node)?
+        };
+        Some((host.as_str(), *port))
     }
 
     /// The connection to `node` on `lane`, opening one if needed.
@@ -280,13 +289,7 @@ impl Client {
         if let Some(&c) = self.by_node.get(&(node, lane)) {
             return Some(c);
         }
-        let (host, port): (String, u16) = if node < 0 {
-            self.bootstrap.get((-node - 1) as usize).cloned()?
-        } else if let Some(b) = self.metadata.broker(node) {
-            (b.host.clone(), b.port)
-        } else {
-            self.extra_brokers.get(&node).cloned()?
-        };
+        let (host, port) = self.address_of(node).map(|(h, p)| (h.to_string(), p))?;
         let conn = ConnId(self.next_conn);
         self.next_conn += 1;
         let setup_timeout = self.next_setup_timeout(node);
