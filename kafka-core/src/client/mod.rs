@@ -44,11 +44,13 @@
 //! ```
 
 mod cause;
+mod credentials;
 mod erased;
 mod failures;
 mod lookups;
 mod observe;
 mod ops;
+mod options;
 mod router;
 mod sockets;
 mod timers;
@@ -72,6 +74,7 @@ use erased::{ErasedRequest, Shared};
 pub use erased::{RequestId, ResponseReady};
 pub use failures::{BOOTSTRAP_VIOLATIONS, REQUEST_VIOLATIONS};
 pub use ops::{Notice, OpContext, OpId, OpRef, Operation};
+pub use options::RequestOptions;
 use timers::{Timer, Timers};
 
 /// Opaque id of one socket the adapter owns on the client's behalf.
@@ -139,59 +142,6 @@ pub enum ClientError {
     /// The configuration cannot be used by the core (e.g. TLS settings).
     #[error("configuration: {0}")]
     Config(String),
-}
-
-/// How one request is sent and retried, beyond its route.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RequestOptions {
-    shape: Shape,
-    no_retry: bool,
-    violations_end: bool,
-}
-
-impl RequestOptions {
-    /// Pins the version instead of the highest both sides support.
-    pub fn version(mut self, version: i16) -> Self {
-        self.shape.version = Some(version);
-        self
-    }
-
-    /// Uses at most `version` (the highest both sides support below it).
-    pub fn max_version(mut self, version: i16) -> Self {
-        self.shape.max_version = Some(version);
-        self
-    }
-
-    /// Waits up to `timeout` for the response once written, and up to `timeout` for a
-    /// route, instead of `request.timeout.ms` (JoinGroup up to the rebalance timeout,
-    /// long-poll fetches `fetch.max.wait.ms` plus the request timeout).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.shape.timeout = Some(timeout);
-        self
-    }
-
-    /// The broker sends no response (Produce with acks=0): the request completes with a
-    /// default (empty) response as soon as it is handed to the socket.
-    pub fn no_response(mut self) -> Self {
-        self.shape.no_response = true;
-        self
-    }
-
-    /// The router never retries or reorders this request on its own: a connection
-    /// failure or a moved coordinator is reported to the owner, who decides (the
-    /// producer owns its sequencing and retries).
-    pub fn no_router_retry(mut self) -> Self {
-        self.no_retry = true;
-        self
-    }
-
-    /// The router ends this request with [`RequestError::RepeatedViolation`] once its
-    /// attempts broke the Kafka protocol [`REQUEST_VIOLATIONS`] times in a row, instead
-    /// of retrying until its deadline (admin calls ask for this).
-    pub fn end_on_repeated_violation(mut self) -> Self {
-        self.violations_end = true;
-        self
-    }
 }
 
 /// Who a request belongs to: its completion goes there and nowhere else.
@@ -271,9 +221,7 @@ impl Pending {
             violations: 0,
         }
     }
-}
 
-impl Pending {
     fn internal(&self) -> Option<&router::Internal> {
         match &self.owner {
             Owner::Internal(i) => Some(i),
@@ -604,66 +552,6 @@ impl Client {
         }
         if let Some(internal) = p.internal() {
             self.internal_ended(internal, Some("discarded"));
-        }
-    }
-
-    /// Answers [`Event::OAuthTokenNeeded`]: every connection waiting goes on with the
-    /// token (kept for later connections until `lifetime_ms`), or fails with the reason.
-    pub fn handle_oauth_token(
-        &mut self,
-        now: Instant,
-        token: Result<crate::config::OAuthToken, String>,
-    ) {
-        self.last_now = Some(now);
-        let credentials = token.map(|t| {
-            let c = SaslCredentials::OAuthBearer {
-                token: t.value.clone(),
-                extensions: t.extensions.clone(),
-            };
-            self.oauth_token = Some(t);
-            c
-        });
-        for conn in std::mem::take(&mut self.awaiting_token) {
-            if let Some(Slot {
-                phase: Phase::Open(c),
-                ..
-            }) = self.slots.get_mut(&conn)
-            {
-                c.supply_credentials(now, credentials.clone());
-                self.drain(now, conn);
-            }
-        }
-        self.run_ops(now);
-    }
-
-    /// A connection asks for credentials: the cached token while it is valid (a minute
-    /// of margin), else the adapter is asked once.
-    fn credentials_wanted(&mut self, now: Instant, conn: ConnId) {
-        let now_ms = self.wall_clock.as_millis() as i64;
-        let cached = self
-            .oauth_token
-            .as_ref()
-            .filter(|t| t.lifetime_ms > now_ms + 60_000)
-            .map(|t| SaslCredentials::OAuthBearer {
-                token: t.value.clone(),
-                extensions: t.extensions.clone(),
-            });
-        match cached {
-            Some(c) => {
-                if let Some(Slot {
-                    phase: Phase::Open(connection),
-                    ..
-                }) = self.slots.get_mut(&conn)
-                {
-                    connection.supply_credentials(now, Ok(c));
-                }
-            }
-            None => {
-                if self.awaiting_token.is_empty() {
-                    self.events.push_back(Event::OAuthTokenNeeded);
-                }
-                self.awaiting_token.insert(conn);
-            }
         }
     }
 
