@@ -278,15 +278,28 @@ impl World {
     }
 
     fn close(&mut self) {
+        // What the application gives up at close is what it owns by the events, and
+        // nothing once closing.
+        self.settle();
         let now = self.net.now;
-        if self
-            .net
-            .client
-            .command(now, self.op, |c, cx| c.close(cx))
-            .is_some()
-            && self.closed_at.is_none()
-        {
-            self.closed_at = Some(now);
+        let got = self.net.client.command(now, self.op, |c, cx| {
+            let released = c.release_on_close();
+            c.close(cx);
+            (released, c.release_on_close())
+        });
+        if let Some((released, after)) = got {
+            let gives_up: BTreeSet<TopicPartition> = match &released {
+                Some(GroupEvent::Revoked(ps) | GroupEvent::Lost(ps)) => ps.iter().cloned().collect(),
+                None => BTreeSet::new(),
+                Some(other) => panic!("released at close: {other:?}"),
+            };
+            if self.closed_at.is_none() {
+                assert_eq!(gives_up, self.owned, "released at close: what the events gave");
+            }
+            assert!(after.is_none(), "released again once closing: {after:?}");
+            if self.closed_at.is_none() {
+                self.closed_at = Some(now);
+            }
         }
     }
 

@@ -242,12 +242,26 @@ pub fn share_group_describe_offsets_and_delete<D: Driver>() {
     assert_eq!(refused.code(), Some(KafkaCode::NON_EMPTY_GROUP), "{busy:?}");
 
     share_heartbeat(&admin, &group, &member, -1, None);
-    let altered = admin
-        .run(AlterShareGroupOffsets::new(
-            &group,
-            [(p0.clone(), 0), (p1.clone(), 0)],
-        ))
-        .expect("alter share group offsets");
+    // The broker may answer UNKNOWN_TOPIC_OR_PARTITION for a while: the share state of
+    // the just-created topic (or its __share_group_state partition) is not loaded yet
+    // (CI under load, once). Asked again for up to 30 s; any other answer is judged.
+    let patience = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let altered = loop {
+        let altered = admin
+            .run(AlterShareGroupOffsets::new(
+                &group,
+                [(p0.clone(), 0), (p1.clone(), 0)],
+            ))
+            .expect("alter share group offsets");
+        let loading = altered.values().any(|r| {
+            r.as_ref()
+                .is_err_and(|e| e.code() == Some(KafkaCode::UNKNOWN_TOPIC_OR_PARTITION))
+        });
+        if !loading || std::time::Instant::now() > patience {
+            break altered;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    };
     assert_eq!(altered[&p0], Ok(()), "{altered:?}");
     assert_eq!(altered[&p1], Ok(()), "{altered:?}");
 

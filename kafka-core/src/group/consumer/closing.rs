@@ -17,14 +17,17 @@ pub(super) enum Closing {
 
 impl GroupConsumer {
     /// What the application gives up when it closes, for its listener to see before
-    /// [`GroupConsumer::close`] (Java's `onLeavePrepare`): every owned partition, as
+    /// [`GroupConsumer::close`] (Java's `onLeavePrepare`): every partition announced
+    /// `Assigned` and not yet `Revoked` or `Lost`, as
     /// `Revoked` while the member holds a generation (a commit from the listener is still
     /// accepted) or `Lost` when it holds none; `None` when it owns nothing or is closing.
     pub fn release_on_close(&self) -> Option<GroupEvent> {
-        if self.closing.is_some() || self.owned.is_empty() {
+        // What the application was told it has (partitions still being taken over
+        // too) and not yet told it loses.
+        let owned: Vec<_> = self.announced().into_iter().collect();
+        if self.closing.is_some() || owned.is_empty() {
             return None;
         }
-        let owned = self.assignment();
         Some(if self.member.commit_as().is_some() {
             GroupEvent::Revoked(owned)
         } else {

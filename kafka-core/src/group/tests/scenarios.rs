@@ -675,3 +675,32 @@ fn unsubscribing_during_a_pending_revocation_reports_each_partition_revoked_once
         "still announced after unsubscribing: {held:?}"
     );
 }
+
+#[test]
+fn closing_while_committed_offsets_are_looked_up_releases_the_announced_partitions() {
+    let mut w = World::new(2, 5);
+    // Announced `Assigned`, still being taken over (their committed offsets unknown):
+    // the application was told it has them, so its listener hears of them at close.
+    w.fail_next(
+        ApiKey::OffsetFetch,
+        &[KafkaCode::COORDINATOR_LOAD_IN_PROGRESS; 200],
+    );
+    let a = w.add(&[]);
+    w.run_until(10 * S, |w| {
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Assigned(_)))
+    });
+    let held = announced_held(&w.nodes[a].events);
+    assert_eq!(held.len(), 2);
+    let id = w.nodes[a].id;
+    let released = w.nodes[a]
+        .client
+        .command(w.now, id, |g, _| g.release_on_close())
+        .unwrap();
+    assert_eq!(
+        released,
+        Some(GroupEvent::Revoked(held.into_iter().collect()))
+    );
+}
