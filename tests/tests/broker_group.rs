@@ -437,3 +437,69 @@ fn a_classic_close_revokes_through_the_listener_which_commits() {
 fn a_kip848_close_revokes_through_the_listener_which_commits() {
     close_revokes_through_the_listener("consumer");
 }
+
+/// A fatal group error (`kafka-blocking`, classic): a static member fenced by a newer
+/// one with its `group.instance.id` (FENCED_INSTANCE_ID on its heartbeat) hears its
+/// partitions `Lost` through the listener before its poll fails (Java calls
+/// `onPartitionsLost`, then throws), and its close gives nothing more up.
+#[test]
+fn a_fenced_static_member_hears_its_partitions_lost_before_the_error() {
+    use kafka_blocking::{Error, GroupConsumer, Rebalance};
+    use std::sync::{Arc, Mutex};
+    let Some(addr) = broker_or_skip("broker_group fenced static member") else {
+        return;
+    };
+    let topic = unique("fenced");
+    pattern_topic(&addr, &topic, 10);
+    let group = unique("g-fenced");
+    let config = || {
+        kafka_core::config::ClientConfig::from_pairs([
+            ("bootstrap.servers", addr.as_str()),
+            ("group.id", group.as_str()),
+            ("group.instance.id", "the-one"),
+            ("auto.offset.reset", "earliest"),
+            ("heartbeat.interval.ms", "200"),
+        ])
+        .expect("config")
+    };
+    let listen = |c: &GroupConsumer| {
+        let seen: Arc<Mutex<Vec<Rebalance>>> = Arc::default();
+        let events = seen.clone();
+        c.subscribe_with([&topic], move |_: &GroupConsumer, e: &Rebalance| {
+            events.lock().unwrap().push(e.clone());
+        })
+        .expect("subscribe");
+        seen
+    };
+    let a = GroupConsumer::new(config()).expect("a");
+    let seen_a = listen(&a);
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while a.assignment().expect("a").len() < 2 {
+        assert!(std::time::Instant::now() < end, "a never owned both");
+        a.poll(Duration::from_millis(100)).expect("poll a");
+    }
+    let b = GroupConsumer::new(config()).expect("b");
+    let _seen_b = listen(&b);
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    let failed = loop {
+        assert!(std::time::Instant::now() < end, "a was never fenced");
+        let _ = b.poll(Duration::from_millis(50));
+        match a.poll(Duration::from_millis(50)) {
+            Ok(_) => {}
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(&failed, Error::Group(e) if e.to_string().contains("FENCED_INSTANCE_ID")),
+        "{failed}"
+    );
+    let events = std::mem::take(&mut *seen_a.lock().unwrap());
+    let lost: BTreeSet<i32> = match events.last() {
+        Some(Rebalance::Lost(ps)) => ps.iter().map(|(_, p)| *p).collect(),
+        other => panic!("a's listener last saw {other:?} ({events:?})"),
+    };
+    assert_eq!(lost, BTreeSet::from([0, 1]));
+    let _ = a.close();
+    assert!(seen_a.lock().unwrap().is_empty(), "nothing more at close");
+    b.close().expect("close b");
+}

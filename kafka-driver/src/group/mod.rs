@@ -548,19 +548,21 @@ impl GroupMailbox {
     }
 }
 
-/// Under the queue's lock: the close or a failure, else events, else records.
+/// Under the queue's lock: the close, else events, else a failure, else records. Events
+/// go before a failure: a fatal error's `Lost` reaches the listener first (Java calls
+/// `onPartitionsLost`, then throws).
 fn step(m: &Mailbox, queue: &mut Queue, max: usize) -> Option<Result<Step, ConsumerError>> {
     if queue.closed {
         return Some(Err(ConsumerError::Closed));
     }
     if let Some(g) = &mut queue.group {
-        if let Some(e) = &g.failed {
-            return Some(Err(ConsumerError::Group(e.clone())));
-        }
         if !g.events.is_empty() {
             let events: Vec<Rebalance> = g.events.drain(..).collect();
             g.events_taken += events.len() as u64;
             return Some(Ok(Step::Events(events, g.events_taken)));
+        }
+        if let Some(e) = &g.failed {
+            return Some(Err(ConsumerError::Group(e.clone())));
         }
     }
     m.take_locked(queue, max).map(|r| r.map(Step::Records))

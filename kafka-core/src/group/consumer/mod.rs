@@ -357,7 +357,14 @@ impl GroupConsumer {
                     }
                 }
                 MemberEvent::Failed(e) => {
+                    // The partitions go with the membership (Java calls
+                    // `onPartitionsLost` on a fatal error): `Lost`, then `Failed`.
                     self.failed = true;
+                    let all = self.assigned();
+                    if !all.is_empty() {
+                        self.events
+                            .push_back(GroupEvent::Lost(all.into_iter().collect()));
+                    }
                     self.events.push_back(GroupEvent::Failed(e));
                     self.give_up_all(cx);
                 }

@@ -109,13 +109,31 @@ fn a_heartbeat_fencing_a_static_member_is_fatal() {
     w.run_until(10 * S, |w| w.owned(a).len() == 2);
     w.fail_next(ApiKey::Heartbeat, &[KafkaCode::FENCED_INSTANCE_ID]);
     w.run(3 * S);
-    assert!(w.nodes[a].events.iter().any(|e| matches!(
-        e,
-        GroupEvent::Failed(GroupError::Refused {
-            code: KafkaCode::FENCED_INSTANCE_ID,
-            ..
+    let events = &w.nodes[a].events;
+    let failed = events
+        .iter()
+        .position(|e| {
+            matches!(
+                e,
+                GroupEvent::Failed(GroupError::Refused {
+                    code: KafkaCode::FENCED_INSTANCE_ID,
+                    ..
+                })
+            )
         })
-    )));
+        .expect("failed");
+    // Its partitions were lost just before (Java: onPartitionsLost), so the application
+    // owns nothing and its close gives nothing up.
+    assert!(
+        matches!(&events[failed - 1], GroupEvent::Lost(ps) if ps.len() == 2),
+        "{events:?}"
+    );
+    assert!(w.owned(a).is_empty());
+    let id = w.nodes[a].id;
+    let released = w.nodes[a]
+        .client
+        .command(w.now, id, |g, _| g.release_on_close());
+    assert_eq!(released, Some(None));
 }
 
 #[test]
