@@ -305,11 +305,9 @@ impl World {
                     "released at close {gives_up:?}, the events gave {:?}",
                     self.owned
                 );
-            }
-            assert!(after.is_none(), "released again once closing: {after:?}");
-            if self.closed_at.is_none() {
                 self.closed_at = Some(now);
             }
+            assert!(after.is_none(), "released again once closing: {after:?}");
         }
     }
 

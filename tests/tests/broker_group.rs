@@ -24,7 +24,7 @@ mod group_common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use group_common::{topic_with_records, unique, values, wait_for, Member};
+use group_common::{member_config, topic_with_records, unique, values, wait_for, Member};
 use kafka_tests::broker_or_skip;
 
 fn three_members_share_the_topic(strategy: &str) {
@@ -380,14 +380,14 @@ fn close_revokes_through_the_listener(protocol: &str) {
     let topic = unique(&format!("close-{protocol}"));
     pattern_topic(&addr, &topic, n);
     let group = unique(&format!("g-close-{protocol}"));
-    let config = kafka_core::config::ClientConfig::from_pairs([
-        ("bootstrap.servers", addr.as_str()),
-        ("group.id", group.as_str()),
-        ("group.protocol", protocol),
-        ("auto.offset.reset", "earliest"),
-        ("enable.auto.commit", "false"),
-    ])
-    .expect("config");
+    let config = member_config(
+        &addr,
+        &[
+            ("group.protocol", protocol),
+            ("enable.auto.commit", "false"),
+        ],
+        &group,
+    );
     let consumer = GroupConsumer::new(config).expect("consumer");
     let seen: Arc<Mutex<Vec<Rebalance>>> = Arc::default();
     let events = seen.clone();
@@ -453,14 +453,14 @@ fn a_fenced_static_member_hears_its_partitions_lost_before_the_error() {
     pattern_topic(&addr, &topic, 10);
     let group = unique("g-fenced");
     let config = || {
-        kafka_core::config::ClientConfig::from_pairs([
-            ("bootstrap.servers", addr.as_str()),
-            ("group.id", group.as_str()),
-            ("group.instance.id", "the-one"),
-            ("auto.offset.reset", "earliest"),
-            ("heartbeat.interval.ms", "200"),
-        ])
-        .expect("config")
+        member_config(
+            &addr,
+            &[
+                ("group.instance.id", "the-one"),
+                ("heartbeat.interval.ms", "200"),
+            ],
+            &group,
+        )
     };
     let listen = |c: &GroupConsumer| {
         let seen: Arc<Mutex<Vec<Rebalance>>> = Arc::default();

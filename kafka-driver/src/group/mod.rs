@@ -386,25 +386,15 @@ impl GroupMailbox {
         })
     }
 
-    /// The command that answers with what the application gives up at close (`Revoked`
-    /// or `Lost` of every owned partition), for its listener before the close.
-    pub fn release_command(
-        &self,
-        answer: impl FnOnce(Option<Rebalance>) + Send + 'static,
-    ) -> HubCommand {
-        let key = self.mailbox.key();
-        Box::new(move |hub, now| {
-            let got = hub.group(key, |g, core| g.release_on_close(core, now));
-            answer(got.flatten());
-        })
-    }
-
-    /// Asks the driver what the application gives up at close (for its listener,
-    /// before the close); the receiver gets the answer, `None` without a driver.
+    /// Asks the driver what the application gives up at close (`Revoked` or `Lost` of
+    /// every owned partition, for its listener before the close); the receiver gets the
+    /// answer, `None` without a driver.
     pub fn ask_release(&self) -> Option<Receiver<Option<Rebalance>>> {
         let (tx, rx) = chan::channel(1);
-        let command = self.release_command(move |r| {
-            let _ = tx.push(r);
+        let key = self.mailbox.key();
+        let command: HubCommand = Box::new(move |hub, now| {
+            let got = hub.group(key, |g, core| g.release_on_close(core, now));
+            let _ = tx.push(got.flatten());
         });
         self.mailbox.submit(command).then_some(rx)
     }

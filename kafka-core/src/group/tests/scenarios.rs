@@ -571,11 +571,10 @@ fn announced_held(events: &[GroupEvent]) -> BTreeSet<(std::sync::Arc<str>, i32)>
     held
 }
 
-#[test]
-fn unsubscribing_while_committed_offsets_are_looked_up_revokes_the_announced_partitions() {
+/// One member of a 2-partition group, its partitions announced `Assigned` while their
+/// committed offsets stay unknown (OffsetFetch answers "loading" 200 times).
+fn assigned_while_offsets_are_looked_up() -> (World, usize) {
     let mut w = World::new(2, 5);
-    // The committed offsets stay unknown for a while: the partitions are announced
-    // `Assigned` but still being taken over.
     w.fail_next(
         ApiKey::OffsetFetch,
         &[KafkaCode::COORDINATOR_LOAD_IN_PROGRESS; 200],
@@ -587,6 +586,14 @@ fn unsubscribing_while_committed_offsets_are_looked_up_revokes_the_announced_par
             .iter()
             .any(|e| matches!(e, GroupEvent::Assigned(_)))
     });
+    (w, a)
+}
+
+#[test]
+fn unsubscribing_while_committed_offsets_are_looked_up_revokes_the_announced_partitions() {
+    // The committed offsets stay unknown for a while: the partitions are announced
+    // `Assigned` but still being taken over.
+    let (mut w, a) = assigned_while_offsets_are_looked_up();
     assert!(
         w.nodes[a].records.is_empty(),
         "nothing fetched: the offsets are still being looked up"
@@ -678,20 +685,9 @@ fn unsubscribing_during_a_pending_revocation_reports_each_partition_revoked_once
 
 #[test]
 fn closing_while_committed_offsets_are_looked_up_releases_the_announced_partitions() {
-    let mut w = World::new(2, 5);
-    // Announced `Assigned`, still being taken over (their committed offsets unknown):
-    // the application was told it has them, so its listener hears of them at close.
-    w.fail_next(
-        ApiKey::OffsetFetch,
-        &[KafkaCode::COORDINATOR_LOAD_IN_PROGRESS; 200],
-    );
-    let a = w.add(&[]);
-    w.run_until(10 * S, |w| {
-        w.nodes[a]
-            .events
-            .iter()
-            .any(|e| matches!(e, GroupEvent::Assigned(_)))
-    });
+    // The application was told it has the partitions still being taken over, so its
+    // listener hears of them at close.
+    let (mut w, a) = assigned_while_offsets_are_looked_up();
     let held = announced_held(&w.nodes[a].events);
     assert_eq!(held.len(), 2);
     let id = w.nodes[a].id;
