@@ -298,7 +298,7 @@ impl World {
             // Only what the events gave. Not yet all of it: an eager revocation still
             // pending when the same partitions are assigned again ends by dropping them
             // from the core's owned set without an event (open finding, the saved input
-            // corpus/machine_group/stale-eager-revocation).
+            // findings/machine_group/stale-eager-revocation).
             if self.closed_at.is_none() {
                 assert!(
                     gives_up.is_subset(&self.owned),
