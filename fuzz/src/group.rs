@@ -295,15 +295,12 @@ impl World {
                 None => BTreeSet::new(),
                 Some(other) => panic!("released at close: {other:?}"),
             };
-            // Only what the events gave. Not yet all of it: an eager revocation still
-            // pending when the same partitions are assigned again ends by dropping them
-            // from the core's owned set without an event (open finding, the saved input
-            // findings/machine_group/stale-eager-revocation).
+            // Exactly what the events gave: every partition heard Assigned and not yet
+            // Revoked or Lost.
             if self.closed_at.is_none() {
-                assert!(
-                    gives_up.is_subset(&self.owned),
-                    "released at close {gives_up:?}, the events gave {:?}",
-                    self.owned
+                assert_eq!(
+                    gives_up, self.owned,
+                    "released at close (left), the events gave (right)"
                 );
                 self.closed_at = Some(now);
             }

@@ -228,6 +228,7 @@ impl Driver {
             3 => p.commit_transaction(),
             _ => p.abort_transaction(),
         });
+        net.trace(&format!("txn {which}: {out:?}"));
         if matches!(out, Some(Ok(()))) && which != 1 {
             self.txn_calls += 1;
         }
@@ -273,6 +274,9 @@ impl Driver {
             }
         });
         self.txn_results += results;
+        if results > 0 {
+            net.trace(&format!("{results} transaction results"));
+        }
         for r in reports {
             for index in r.indexes() {
                 assert!(

@@ -354,12 +354,7 @@ impl Producer {
     pub fn close(&mut self) {
         self.closing = true;
         if let Some(t) = &mut self.txn {
-            if matches!(
-                t.state(),
-                TxnState::InTransaction | TxnState::AbortableError
-            ) {
-                let _ = t.abort(&mut self.acc, &mut self.idem);
-            }
+            t.abort_on_close(&mut self.acc, &mut self.idem);
         }
         self.acc.seal_all();
     }

@@ -340,7 +340,8 @@ impl GroupConsumer {
                     // is revoked like an owned one.
                     let before = self.assigned();
                     let revoked: BTreeSet<_> = before.difference(&partitions).cloned().collect();
-                    let announced: Vec<_> = partitions.difference(&before).cloned().collect();
+                    let mut announced: Vec<_> = partitions.difference(&before).cloned().collect();
+                    announced.extend(self.take_back(&partitions, &before));
                     let added: BTreeSet<_> = partitions.difference(&self.owned).cloned().collect();
                     if let Some(f) = self.fetching.take() {
                         f.cancel(cx);
@@ -392,7 +393,12 @@ impl Operation for GroupConsumer {
             self.check_poll_interval(cx);
             self.finish_revocation(cx);
             self.match_pattern(cx);
-            let owned = self.assigned();
+            // Partitions being revoked are held until given up: an eager member joins
+            // only after that (Java joins after `onPartitionsRevoked` returned).
+            let mut owned = self.assigned();
+            if let Some(r) = &self.revoking {
+                owned.extend(r.partitions.iter().cloned());
+            }
             let busy = self.revoking.is_some() || self.fetching.is_some();
             self.member
                 .poll(cx, &self.topics, &owned, busy, &mut self.member_events);

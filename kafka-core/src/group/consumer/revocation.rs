@@ -90,6 +90,28 @@ impl GroupConsumer {
         });
     }
 
+    /// A new assignment names partitions of the pending revocation: they are not given
+    /// up after all. The application heard them `Revoked`, so the owned ones (in
+    /// `before`, fetched again from where they were) are returned to announce again;
+    /// the others are not in `before` and are taken over like any new partition.
+    pub(super) fn take_back(
+        &mut self,
+        assignment: &BTreeSet<TopicPartition>,
+        before: &BTreeSet<TopicPartition>,
+    ) -> Vec<TopicPartition> {
+        let Some(r) = &mut self.revoking else {
+            return Vec::new();
+        };
+        let back: Vec<TopicPartition> = r.partitions.intersection(assignment).cloned().collect();
+        for tp in &back {
+            r.partitions.remove(tp);
+        }
+        let owned: Vec<TopicPartition> =
+            back.into_iter().filter(|tp| before.contains(tp)).collect();
+        self.fetcher.resume(owned.iter().map(|(t, p)| (&**t, *p)));
+        owned
+    }
+
     /// Ends a revocation once the application polled after it and every commit sent
     /// until then finished, or after the rebalance timeout.
     pub(super) fn finish_revocation(&mut self, cx: &mut OpContext<'_>) {

@@ -700,3 +700,54 @@ fn closing_while_committed_offsets_are_looked_up_releases_the_announced_partitio
         Some(GroupEvent::Revoked(held.into_iter().collect()))
     );
 }
+
+#[test]
+fn an_eager_member_rejoins_only_after_its_revocation_so_the_new_assignment_is_kept() {
+    // a is assigned both partitions, their committed offsets still looked up; b joins
+    // and a's application hangs with the eager revocation pending. a must not join
+    // (and be assigned again) before its application handled the revocation: the
+    // finished revocation would then drop partitions the application was just given.
+    let range = [("partition.assignment.strategy", "range")];
+    let mut w = World::new(2, 5);
+    w.fail_next(
+        ApiKey::OffsetFetch,
+        &[KafkaCode::COORDINATOR_LOAD_IN_PROGRESS; 100_000],
+    );
+    let a = w.add(&range);
+    w.run_until(10 * S, |w| w.owned(a).len() == 2);
+    w.nodes[a].polling = false;
+    let b = w.add(&range);
+    let id = w.nodes[a].id;
+    let end = w.now + 10 * S;
+    while !w.nodes[a]
+        .events
+        .iter()
+        .any(|e| matches!(e, GroupEvent::Revoked(_)))
+    {
+        assert!(w.now < end, "no revocation");
+        w.run(Duration::from_millis(1));
+        let node = &mut w.nodes[a];
+        let _ = node.client.command(w.now, id, |g, _| {
+            while let Some(e) = g.take_event() {
+                node.events.push(e);
+            }
+        });
+    }
+    // The committed offsets are found from now on; a's application still hangs.
+    w.faults.remove(&ApiKey::OffsetFetch);
+    w.run(5 * S);
+    w.nodes[a].polling = true;
+    w.run_until(60 * S, |w| w.owned(a).len() == 1 && w.owned(b).len() == 1);
+    w.run(5 * S);
+    w.assert_disjoint();
+    for i in [a, b] {
+        let id = w.nodes[i].id;
+        let told = announced_held(&w.nodes[i].events);
+        let held = w.nodes[i]
+            .client
+            .command(w.now, id, |g, _| g.held())
+            .unwrap();
+        assert_eq!(told, held, "node {i}: told (left), held (right)");
+        assert_eq!(held.len(), 1, "node {i} holds one partition");
+    }
+}

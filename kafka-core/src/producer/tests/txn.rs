@@ -532,3 +532,51 @@ fn a_record_refused_at_send_makes_the_transaction_abortable() {
     assert_eq!(sorted(c.all_committed()), sorted(again));
     assert_eq!(sent.len(), 6);
 }
+
+/// Runs a closed producer until it finishes; returns the transaction results it
+/// handed out meanwhile.
+fn results_until_finished(c: &mut Cluster) -> Vec<(TxnOp, Result<(), TxnError>)> {
+    let mut results = Vec::new();
+    let finished = c.run_until(Duration::from_secs(30), |c| {
+        match c
+            .client
+            .command(c.now, c.producer, |p, _| p.take_transaction_result())
+        {
+            Some(r) => {
+                results.extend(r);
+                false
+            }
+            None => true,
+        }
+    });
+    assert!(finished, "the closed producer finished");
+    results
+}
+
+#[test]
+fn close_aborts_an_open_transaction_without_a_result_nobody_asked_for() {
+    let mut c = cluster(false, &[]);
+    init(&mut c);
+    begin(&mut c);
+    send_many(&mut c, 0, 12);
+    call(&mut c, |p, _| p.close());
+    assert_eq!(results_until_finished(&mut c), vec![], "nobody asked");
+    assert_eq!(
+        c.txn.end_txns,
+        vec![(0, false)],
+        "the transaction was aborted"
+    );
+    assert!(c.all_committed().is_empty());
+    assert_eq!(c.reported_records(), 12, "every record reported");
+
+    // An application abort after close joins that same abort (one EndTxn); the
+    // producer finishes with it.
+    let mut c = cluster(false, &[]);
+    init(&mut c);
+    begin(&mut c);
+    send_many(&mut c, 0, 12);
+    call(&mut c, |p, _| p.close());
+    call(&mut c, |p, _| p.abort_transaction()).expect("joins close's abort");
+    results_until_finished(&mut c);
+    assert_eq!(c.txn.end_txns, vec![(0, false)]);
+}

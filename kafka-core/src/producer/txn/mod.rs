@@ -104,6 +104,9 @@ pub(super) struct Transactions {
     pending: Option<TxnOp>,
     /// The result of the last call, until taken.
     result: Option<(TxnOp, Result<(), TxnError>)>,
+    /// The call under way was started by `close`, not the application: its result is
+    /// not handed out (nobody waits for it; Java's close aborts the same way).
+    unasked: bool,
     /// The abortable or fatal error in effect.
     error: Option<TxnError>,
     /// The abort must end in an epoch bump (a sequence hole, v1).
@@ -133,6 +136,7 @@ impl Transactions {
             end_attempts: 0,
             pending: None,
             result: None,
+            unasked: false,
             error: None,
             bump_after_abort: false,
             epoch_changed: false,
@@ -319,6 +323,8 @@ impl Transactions {
     ) -> Result<(), TxnError> {
         let from = [TxnState::InTransaction, TxnState::AbortableError];
         if self.admit(TxnOp::Abort, &from)? {
+            // An abort begun by `close`: the application now waits for its result.
+            self.unasked = false;
             return Ok(());
         }
         self.go(TxnState::Aborting);
@@ -345,9 +351,24 @@ impl Transactions {
         self.result.take()
     }
 
+    /// `close` with a transaction open: aborts it without an application call waiting
+    /// for the result.
+    pub(super) fn abort_on_close(&mut self, acc: &mut Accumulator, idem: &mut Idempotence) {
+        if matches!(
+            self.state,
+            TxnState::InTransaction | TxnState::AbortableError
+        ) && self.pending.is_none()
+            && self.abort(acc, idem).is_ok()
+        {
+            self.unasked = true;
+        }
+    }
+
     fn finish(&mut self, cx: &mut OpContext<'_>, result: Result<(), TxnError>) {
         if let Some(op) = self.pending.take() {
-            self.result = Some((op, result));
+            if !std::mem::take(&mut self.unasked) {
+                self.result = Some((op, result));
+            }
             cx.notify();
         }
     }
