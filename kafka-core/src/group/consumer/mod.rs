@@ -338,10 +338,10 @@ impl GroupConsumer {
                     // Against everything announced so far: a partition still being taken
                     // over (its committed offset looked up) that the new assignment drops
                     // is revoked like an owned one.
+                    self.take_back(cx, &partitions);
                     let before = self.assigned();
                     let revoked: BTreeSet<_> = before.difference(&partitions).cloned().collect();
-                    let mut announced: Vec<_> = partitions.difference(&before).cloned().collect();
-                    announced.extend(self.take_back(&partitions, &before));
+                    let announced: Vec<_> = partitions.difference(&before).cloned().collect();
                     let added: BTreeSet<_> = partitions.difference(&self.owned).cloned().collect();
                     if let Some(f) = self.fetching.take() {
                         f.cancel(cx);

@@ -91,25 +91,31 @@ impl GroupConsumer {
     }
 
     /// A new assignment names partitions of the pending revocation: they are not given
-    /// up after all. The application heard them `Revoked`, so the owned ones (in
-    /// `before`, fetched again from where they were) are returned to announce again;
-    /// the others are not in `before` and are taken over like any new partition.
+    /// up after all, but start afresh, as Java's do after an eager revocation: out of
+    /// the revocation and the owned set, positions forgotten (an adapter dropped their
+    /// queued records at `Revoked`), so the caller announces them `Assigned` again and
+    /// takes them over from their committed offsets.
     pub(super) fn take_back(
         &mut self,
+        cx: &mut OpContext<'_>,
         assignment: &BTreeSet<TopicPartition>,
-        before: &BTreeSet<TopicPartition>,
-    ) -> Vec<TopicPartition> {
-        let Some(r) = &mut self.revoking else {
-            return Vec::new();
-        };
+    ) {
+        let Some(r) = &mut self.revoking else { return };
         let back: Vec<TopicPartition> = r.partitions.intersection(assignment).cloned().collect();
+        if back.is_empty() {
+            return;
+        }
         for tp in &back {
             r.partitions.remove(tp);
+            self.owned.remove(tp);
+            self.committed.remove(tp);
+            if let Some(reported) = &mut self.reported {
+                reported.remove(tp);
+            }
         }
-        let owned: Vec<TopicPartition> =
-            back.into_iter().filter(|tp| before.contains(tp)).collect();
-        self.fetcher.resume(owned.iter().map(|(t, p)| (&**t, *p)));
-        owned
+        self.fetcher.forget(back.iter().map(|(t, p)| (&**t, *p)));
+        self.fetcher
+            .assign(cx, self.owned.iter().map(|(t, p)| (&**t, *p)));
     }
 
     /// Ends a revocation once the application polled after it and every commit sent

@@ -751,3 +751,54 @@ fn an_eager_member_rejoins_only_after_its_revocation_so_the_new_assignment_is_ke
         assert_eq!(held.len(), 1, "node {i} holds one partition");
     }
 }
+
+#[test]
+fn a_partition_assigned_back_during_its_cooperative_revocation_starts_afresh() {
+    // a (cooperative) gives p1 up to b, but its application hangs with that revocation
+    // pending; b leaves, and the next assignment gives p1 back to a. a hears p1
+    // `Assigned` again, holds it, and p1 resumes from its committed offset.
+    let strategy = [("partition.assignment.strategy", "cooperative-sticky")];
+    let mut w = World::new(2, 300);
+    let a = w.add(&strategy);
+    w.run_until(10 * S, |w| w.owned(a).len() == 2 && w.log.len() > 30);
+    w.nodes[a].polling = false;
+    let b = w.add(&strategy);
+    let id = w.nodes[a].id;
+    let end = w.now + 10 * S;
+    while !w.nodes[a]
+        .events
+        .iter()
+        .any(|e| matches!(e, GroupEvent::Revoked(_)))
+    {
+        assert!(w.now < end, "no revocation");
+        w.run(Duration::from_millis(1));
+        let node = &mut w.nodes[a];
+        let _ = node.client.command(w.now, id, |g, _| {
+            while let Some(e) = g.take_event() {
+                node.events.push(e);
+            }
+        });
+    }
+    let b_id = w.nodes[b].id;
+    w.nodes[b].client.command(w.now, b_id, |g, cx| g.close(cx));
+    w.nodes[b].polling = false;
+    // The rebalance b's leaving starts gives a both partitions while p1's revocation
+    // is still pending (a's application polls again only afterwards).
+    w.run(5 * S);
+    w.nodes[a].polling = true;
+    w.run_until(30 * S, |w| w.owned(a).len() == 2);
+    let revoked_then_assigned = w.nodes[a]
+        .events
+        .iter()
+        .skip_while(|e| !matches!(e, GroupEvent::Revoked(_)))
+        .any(|e| matches!(e, GroupEvent::Assigned(_)));
+    assert!(revoked_then_assigned, "{:?}", w.nodes[a].events);
+    let told = announced_held(&w.nodes[a].events);
+    let held = w.nodes[a]
+        .client
+        .command(w.now, id, |g, _| g.held())
+        .unwrap();
+    assert_eq!(told, held, "told (left), held (right)");
+    w.run_until(30 * S, |w| w.committed_all());
+    assert_at_least_once(&w);
+}
