@@ -701,6 +701,27 @@ fn closing_while_committed_offsets_are_looked_up_releases_the_announced_partitio
     );
 }
 
+/// Runs until node `i`, whose application does not poll, reports `Revoked`; its
+/// events are taken (without a poll, so the revocation stays pending).
+fn run_until_revoked_unpolled(w: &mut World, i: usize) {
+    let id = w.nodes[i].id;
+    let end = w.now + 10 * S;
+    while !w.nodes[i]
+        .events
+        .iter()
+        .any(|e| matches!(e, GroupEvent::Revoked(_)))
+    {
+        assert!(w.now < end, "no revocation");
+        w.run(Duration::from_millis(1));
+        let node = &mut w.nodes[i];
+        let _ = node.client.command(w.now, id, |g, _| {
+            while let Some(e) = g.take_event() {
+                node.events.push(e);
+            }
+        });
+    }
+}
+
 #[test]
 fn an_eager_member_rejoins_only_after_its_revocation_so_the_new_assignment_is_kept() {
     // a is assigned both partitions, their committed offsets still looked up; b joins
@@ -717,22 +738,7 @@ fn an_eager_member_rejoins_only_after_its_revocation_so_the_new_assignment_is_ke
     w.run_until(10 * S, |w| w.owned(a).len() == 2);
     w.nodes[a].polling = false;
     let b = w.add(&range);
-    let id = w.nodes[a].id;
-    let end = w.now + 10 * S;
-    while !w.nodes[a]
-        .events
-        .iter()
-        .any(|e| matches!(e, GroupEvent::Revoked(_)))
-    {
-        assert!(w.now < end, "no revocation");
-        w.run(Duration::from_millis(1));
-        let node = &mut w.nodes[a];
-        let _ = node.client.command(w.now, id, |g, _| {
-            while let Some(e) = g.take_event() {
-                node.events.push(e);
-            }
-        });
-    }
+    run_until_revoked_unpolled(&mut w, a);
     // The committed offsets are found from now on; a's application still hangs.
     w.faults.remove(&ApiKey::OffsetFetch);
     w.run(5 * S);
@@ -764,21 +770,7 @@ fn a_partition_assigned_back_during_its_cooperative_revocation_starts_afresh() {
     w.nodes[a].polling = false;
     let b = w.add(&strategy);
     let id = w.nodes[a].id;
-    let end = w.now + 10 * S;
-    while !w.nodes[a]
-        .events
-        .iter()
-        .any(|e| matches!(e, GroupEvent::Revoked(_)))
-    {
-        assert!(w.now < end, "no revocation");
-        w.run(Duration::from_millis(1));
-        let node = &mut w.nodes[a];
-        let _ = node.client.command(w.now, id, |g, _| {
-            while let Some(e) = g.take_event() {
-                node.events.push(e);
-            }
-        });
-    }
+    run_until_revoked_unpolled(&mut w, a);
     let b_id = w.nodes[b].id;
     w.nodes[b].client.command(w.now, b_id, |g, cx| g.close(cx));
     w.nodes[b].polling = false;
