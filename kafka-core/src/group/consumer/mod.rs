@@ -312,17 +312,22 @@ impl GroupConsumer {
         all
     }
 
+    /// `Lost` of everything assigned (partitions being revoked too: their revocation
+    /// became a loss), unless nothing is.
+    fn report_all_lost(&mut self) {
+        let all = self.assigned();
+        if !all.is_empty() {
+            self.events
+                .push_back(GroupEvent::Lost(all.into_iter().collect()));
+        }
+    }
+
     fn on_member_events(&mut self, cx: &mut OpContext<'_>) {
         let events = std::mem::take(&mut self.member_events);
         for e in events {
             match e {
                 MemberEvent::Revoke { lost: true } => {
-                    // Partitions being revoked too: their revocation became a loss.
-                    let all = self.assigned();
-                    if !all.is_empty() {
-                        self.events
-                            .push_back(GroupEvent::Lost(all.into_iter().collect()));
-                    }
+                    self.report_all_lost();
                     self.give_up_all(cx);
                 }
                 MemberEvent::Revoke { lost: false } => {
@@ -361,11 +366,7 @@ impl GroupConsumer {
                     // The partitions go with the membership (Java calls
                     // `onPartitionsLost` on a fatal error): `Lost`, then `Failed`.
                     self.failed = true;
-                    let all = self.assigned();
-                    if !all.is_empty() {
-                        self.events
-                            .push_back(GroupEvent::Lost(all.into_iter().collect()));
-                    }
+                    self.report_all_lost();
                     self.events.push_back(GroupEvent::Failed(e));
                     self.give_up_all(cx);
                 }

@@ -354,12 +354,8 @@ impl Transactions {
     /// `close` with a transaction open: aborts it without an application call waiting
     /// for the result.
     pub(super) fn abort_on_close(&mut self, acc: &mut Accumulator, idem: &mut Idempotence) {
-        if matches!(
-            self.state,
-            TxnState::InTransaction | TxnState::AbortableError
-        ) && self.pending.is_none()
-            && self.abort(acc, idem).is_ok()
-        {
+        // `abort` refuses (changing nothing) outside a transaction or after a fatal error.
+        if self.pending.is_none() && self.abort(acc, idem).is_ok() {
             self.unasked = true;
         }
     }
