@@ -36,10 +36,15 @@ pub enum Chaos {
     Kill { node: i32, down: Duration },
     /// SIGSTOP of the node, SIGCONT after `paused` (over 6 s: the controller fences it).
     Pause { node: i32, paused: Duration },
-    /// A proxy fault on every node for `lasting` (resets before/after requests, delays).
+    /// A proxy fault on every node for `lasting` (resets before/after requests, delays,
+    /// a bandwidth cap).
     Proxy { fault: Fault, lasting: Duration },
     /// A proxy black hole on one node for `lasting` (kept under the session timeout).
     BlackHole { node: i32, lasting: Duration },
+    /// A half-open connection to one node for `lasting`: requests reach the broker and
+    /// are applied, every answer is dropped, so each request sent meanwhile is answered
+    /// only by the client's `request.timeout.ms` (the write applied, the ack lost).
+    HalfOpen { node: i32, lasting: Duration },
     /// Every proxied connection cut at once.
     ResetAll,
 }
@@ -54,8 +59,13 @@ impl Chaos {
                 fault: Fault::Delay(_),
                 ..
             } => "proxy delay",
+            Chaos::Proxy {
+                fault: Fault::Bandwidth { .. },
+                ..
+            } => "proxy bandwidth",
             Chaos::Proxy { .. } => "proxy resets",
             Chaos::BlackHole { .. } => "proxy black hole",
+            Chaos::HalfOpen { .. } => "proxy half-open",
             Chaos::ResetAll => "proxy reset-all",
         }
     }
@@ -76,6 +86,9 @@ impl fmt::Display for Chaos {
             Chaos::Proxy { fault, lasting } => write!(f, "proxy {fault} for {:.1}s", s(lasting)),
             Chaos::BlackHole { node, lasting } => {
                 write!(f, "proxy blackhole node {node} for {:.1}s", s(lasting))
+            }
+            Chaos::HalfOpen { node, lasting } => {
+                write!(f, "proxy halfopen node {node} for {:.1}s", s(lasting))
             }
             Chaos::ResetAll => f.write_str("proxy reset-all"),
         }
@@ -112,15 +125,15 @@ impl Schedule {
         while t < end {
             let node = 1 + rng.below(3) as i32;
             let chaos = match rng.below(100) {
-                0..=24 => Chaos::Kill {
+                0..=21 => Chaos::Kill {
                     node,
                     down: rng.millis(1_000, 8_000),
                 },
-                25..=49 => Chaos::Pause {
+                22..=43 => Chaos::Pause {
                     node,
                     paused: rng.millis(2_000, 10_000),
                 },
-                50..=69 => {
+                44..=61 => {
                     let every = 2 + rng.below(12) as u32;
                     let api = apis[rng.below(apis.len() as u64) as usize];
                     let fault = if rng.chance(500) {
@@ -133,11 +146,23 @@ impl Schedule {
                         lasting: rng.millis(3_000, 8_000),
                     }
                 }
-                70..=84 => Chaos::Proxy {
+                62..=73 => Chaos::Proxy {
                     fault: Fault::Delay(rng.millis(20, 250)),
                     lasting: rng.millis(3_000, 8_000),
                 },
-                85..=94 => Chaos::BlackHole {
+                74..=80 => Chaos::Proxy {
+                    // 256 KiB/s to 4 MiB/s per direction of each connection: a 1 MiB
+                    // produce request takes up to 4 s, near the clients' request timeout.
+                    fault: Fault::Bandwidth {
+                        bytes_per_sec: (256 << 10) + rng.below(15 * (256 << 10)),
+                    },
+                    lasting: rng.millis(3_000, 8_000),
+                },
+                81..=88 => Chaos::BlackHole {
+                    node,
+                    lasting: rng.millis(1_000, 2_500),
+                },
+                89..=96 => Chaos::HalfOpen {
                     node,
                     lasting: rng.millis(1_000, 2_500),
                 },
@@ -284,6 +309,12 @@ pub fn inject(
                 proxy.clear_for(*node);
                 note(&mut done, format!("end {chaos}"));
             }
+            Chaos::HalfOpen { node, lasting } => {
+                proxy.set_for(*node, Fault::HalfOpen);
+                sleep(*lasting);
+                proxy.clear_for(*node);
+                note(&mut done, format!("end {chaos}"));
+            }
             Chaos::ResetAll => proxy.reset_all(),
         }
         *done.by_kind.entry(chaos.kind()).or_default() += 1;
@@ -357,4 +388,50 @@ fn health(admin: &Admin, topics: &[String]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_draws_the_same_schedule_and_the_seeds_cover_every_kind() {
+        let a = Schedule::draw(7, 600);
+        let b = Schedule::draw(7, 600);
+        assert_eq!(a.steps, b.steps, "the same seed replays the same schedule");
+        assert_ne!(a.steps, Schedule::draw(8, 600).steps);
+
+        let mut kinds = BTreeMap::new();
+        for seed in 0..50 {
+            for (_, c) in Schedule::draw(seed, 60).steps {
+                *kinds.entry(c.kind()).or_insert(0u32) += 1;
+                // A node cut off (black hole) or deaf (half-open) comes back before the
+                // group members' 6 s session timeout.
+                if let Chaos::BlackHole { lasting, .. } | Chaos::HalfOpen { lasting, .. } = c {
+                    assert!(lasting <= Duration::from_millis(2_500), "{c}");
+                }
+                if let Chaos::Proxy {
+                    fault: Fault::Bandwidth { bytes_per_sec },
+                    ..
+                } = c
+                {
+                    assert!((256 << 10..=4 << 20).contains(&bytes_per_sec), "{c}");
+                }
+            }
+        }
+        let all = [
+            "kill+restart",
+            "pause+resume",
+            "proxy resets",
+            "proxy delay",
+            "proxy bandwidth",
+            "proxy black hole",
+            "proxy half-open",
+            "proxy reset-all",
+        ];
+        for kind in all {
+            assert!(kinds.contains_key(kind), "{kind} never drawn: {kinds:?}");
+        }
+        assert_eq!(kinds.len(), all.len(), "{kinds:?}");
+    }
 }

@@ -1,7 +1,8 @@
 //! Real 3-node cluster, chaos run (issue #17 item 3), every adapter in it: while a
 //! seeded fault schedule (`kafka_tests::chaos`) kills (`kill -9`) and restarts, pauses
 //! (SIGSTOP) and resumes one node at a time and the fault proxy in front of every node
-//! resets connections before/after requests, delays frames, black-holes a node or cuts
+//! resets connections before/after requests, delays frames, caps bandwidth, black-holes
+//! a node, leaves a node half-open (requests applied, answers dropped) or cuts
 //! everything, these run at once, all through the proxy (`chaos_common/`):
 //!
 //! - four idempotent producers (acks=all), one per adapter (`kafka-blocking`,
