@@ -167,10 +167,50 @@ pub(super) struct TopicEntry {
     pub(super) sticky: Sticky,
 }
 
+/// The topic entries by name. Records mostly name the topic of the record before, so
+/// the last entry found is checked first: a string comparison instead of hashing the
+/// name on every send.
+#[derive(Debug, Default)]
+pub(super) struct Topics {
+    entries: Vec<TopicEntry>,
+    index: HashMap<Box<str>, usize>,
+    last: usize,
+}
+
+impl Topics {
+    /// The entry of `name`.
+    pub(super) fn get_mut(&mut self, name: &str) -> Option<&mut TopicEntry> {
+        let hit = self
+            .entries
+            .get(self.last)
+            .is_some_and(|e| &*e.name == name);
+        if !hit {
+            self.last = *self.index.get(name)?;
+        }
+        self.entries.get_mut(self.last)
+    }
+
+    /// Adds (or replaces) the entry of `name`.
+    pub(super) fn insert(&mut self, name: &str, entry: TopicEntry) {
+        match self.index.get(name) {
+            Some(&i) => self.entries[i] = entry,
+            None => {
+                self.index.insert(name.into(), self.entries.len());
+                self.entries.push(entry);
+            }
+        }
+    }
+
+    /// Every entry, with its name.
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut TopicEntry> {
+        self.entries.iter_mut()
+    }
+}
+
 /// Per-partition batches and the memory budget.
 pub(super) struct Accumulator {
     pub(super) parts: Vec<Part>,
-    pub(super) topics: HashMap<Box<str>, TopicEntry>,
+    pub(super) topics: Topics,
     opts: BatchOptions,
     batch_size: usize,
     linger: Duration,
@@ -206,7 +246,7 @@ impl Accumulator {
     ) -> Self {
         Accumulator {
             parts: Vec::new(),
-            topics: HashMap::new(),
+            topics: Topics::default(),
             opts,
             batch_size,
             linger,
@@ -565,5 +605,48 @@ impl TopicSlot<'_> {
         });
         entry.parts[p] = i;
         Ok(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, partitions: i32) -> TopicEntry {
+        TopicEntry {
+            name: name.into(),
+            id: Uuid::default(),
+            partitions,
+            parts: Vec::new(),
+            available: (0..partitions).collect(),
+            sticky: Sticky::default(),
+        }
+    }
+
+    #[test]
+    fn topics_finds_each_entry_whichever_was_looked_up_last() {
+        let mut topics = Topics::default();
+        assert!(topics.get_mut("a").is_none(), "nothing known yet");
+        topics.insert("a", entry("a", 1));
+        topics.insert("b", entry("b", 2));
+        topics.insert("c", entry("c", 3));
+        // Alternating names, repeats (the cached last one) and a miss in between.
+        for (name, partitions) in [("a", 1), ("a", 1), ("c", 3), ("b", 2), ("b", 2), ("a", 1)] {
+            assert_eq!(topics.get_mut(name).map(|e| e.partitions), Some(partitions));
+            assert!(topics.get_mut("zz").is_none());
+            assert_eq!(topics.get_mut(name).map(|e| e.partitions), Some(partitions));
+        }
+        // A prefix of a known name is another topic.
+        assert!(topics.get_mut("").is_none());
+        assert!(topics.get_mut("bb").is_none());
+
+        // Replacing keeps one entry per name, and the lookup sees the new one.
+        topics.get_mut("b").unwrap().partitions = 7;
+        topics.insert("b", entry("b", 4));
+        assert_eq!(topics.get_mut("b").map(|e| e.partitions), Some(4));
+        assert_eq!(topics.iter_mut().count(), 3);
+        let mut names: Vec<String> = topics.iter_mut().map(|e| e.name.to_string()).collect();
+        names.sort();
+        assert_eq!(names, ["a", "b", "c"]);
     }
 }

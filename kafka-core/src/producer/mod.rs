@@ -493,7 +493,7 @@ impl Producer {
     /// Makes the topic known from metadata, or asks for it.
     fn learn_topic(&mut self, cx: &mut OpContext<'_>, topic: &str) -> Result<(), SendError> {
         if let Some(entry) = topic_entry(cx, topic) {
-            self.acc.topics.insert(topic.into(), entry);
+            self.acc.topics.insert(topic, entry);
             self.waiting_topics.remove(topic);
             return Ok(());
         }
@@ -526,8 +526,8 @@ impl Producer {
             return;
         }
         self.metadata_generation = generation;
-        for (name, entry) in self.acc.topics.iter_mut() {
-            if let Some(fresh) = topic_entry(cx, name) {
+        for entry in self.acc.topics.iter_mut() {
+            if let Some(fresh) = topic_entry(cx, &entry.name) {
                 entry.id = fresh.id;
                 entry.partitions = entry.partitions.max(fresh.partitions);
                 entry.available = fresh.available;

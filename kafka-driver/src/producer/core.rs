@@ -21,6 +21,9 @@ use super::delivery::Sink;
 use super::{Outbox, ProducerKey, RecordMetadata, Shared, Staged};
 use crate::chan::Sender;
 
+/// How many emptied waiter lists a producer keeps for its next batches.
+const SPARE_WAITER_LISTS: usize = 8;
+
 /// A record the core has appended, waiting for its batch's report.
 struct Waiter {
     sink: Sink,
@@ -122,6 +125,10 @@ pub struct ProducerCore {
     received: u64,
     /// Waiters by batch id, in index order (a batch's records are appended in order).
     waiters: BatchMap<Vec<Waiter>>,
+    /// Emptied waiter lists of reported batches, kept (at most [`SPARE_WAITER_LISTS`])
+    /// for the next batches: a batch of small records has thousands of waiters, and a
+    /// fresh list would regrow (copy) and fault in its memory each time.
+    spare_waiters: Vec<Vec<Waiter>>,
     /// Records that left the backlog so far (appended or failed).
     taken: u64,
     flushes: Vec<FlushWaiter>,
@@ -160,6 +167,7 @@ impl ProducerCore {
             takes: VecDeque::new(),
             received: 0,
             waiters: BatchMap::default(),
+            spare_waiters: Vec::new(),
             taken: 0,
             flushes: Vec::new(),
             closing: false,
@@ -335,11 +343,17 @@ impl ProducerCore {
                 self.taken += 1;
                 freed += staged.size;
                 match sent {
-                    Ok(a) => self.waiters.entry(a.batch.0).or_default().push(Waiter {
-                        sink: staged.sink,
-                        index: a.index,
-                        timestamp: a.timestamp,
-                    }),
+                    Ok(a) => {
+                        let spare = &mut self.spare_waiters;
+                        self.waiters
+                            .entry(a.batch.0)
+                            .or_insert_with(|| spare.pop().unwrap_or_default())
+                            .push(Waiter {
+                                sink: staged.sink,
+                                index: a.index,
+                                timestamp: a.timestamp,
+                            })
+                    }
                     Err(e) => {
                         if matches!(e, SendError::WouldBlock(_)) {
                             p.gave_up(cx, &e);
@@ -537,13 +551,13 @@ impl ProducerCore {
         let covered = report.indexes();
         let start = waiting.partition_point(|w| w.index < covered.start);
         let end = waiting.partition_point(|w| w.index < covered.end);
-        let waiters: Vec<Waiter> = if start == 0 && end == waiting.len() {
+        let mut waiters: Vec<Waiter> = if start == 0 && end == waiting.len() {
             // The whole batch (the usual case): no copy.
             self.waiters.remove(&report.batch.0).unwrap_or_default()
         } else {
             waiting.drain(start..end).collect()
         };
-        for w in waiters {
+        for w in waiters.drain(..) {
             let outcome = match &report.outcome {
                 Ok(d) => Ok(RecordMetadata {
                     topic: report.topic.clone(),
@@ -554,6 +568,9 @@ impl ProducerCore {
                 Err(e) => Err(e.clone()),
             };
             w.sink.complete(outcome);
+        }
+        if self.spare_waiters.len() < SPARE_WAITER_LISTS {
+            self.spare_waiters.push(waiters);
         }
     }
 }
