@@ -67,4 +67,9 @@ pub enum CommitError {
     /// The consumer closed before the commit finished.
     #[error("the consumer closed")]
     Closed,
+    /// The member lost its membership (fenced, expired or failed) before the commit
+    /// was answered: it is not sent again under a membership that is gone. An attempt
+    /// already sent may have been applied.
+    #[error("the member lost its membership before the commit was answered")]
+    MembershipLost,
 }

@@ -179,13 +179,18 @@ impl Commits {
 
     /// Ends every commit (the consumer closed or the owner is gone).
     pub(crate) fn abandon(&mut self, cx: &mut OpContext<'_>) {
+        self.abandon_with(cx, &CommitError::Closed);
+    }
+
+    /// Ends every commit with `error`: none is sent (again) after this.
+    pub(crate) fn abandon_with(&mut self, cx: &mut OpContext<'_>, error: &CommitError) {
         for c in self.live.drain(..) {
             if let Some(r) = c.request {
                 cx.discard(r);
             }
             self.done.push_back(CommitDone {
                 id: c.id,
-                result: Err(CommitError::Closed),
+                result: Err(error.clone()),
             });
         }
     }

@@ -314,12 +314,21 @@ impl GroupConsumer {
 
     /// `Lost` of everything assigned (partitions being revoked too: their revocation
     /// became a loss), unless nothing is.
-    fn report_all_lost(&mut self) {
+    /// The membership is gone (fenced, expired, failed): every partition is reported
+    /// `Lost`, and commits still waiting for an answer end with
+    /// [`CommitError::MembershipLost`]. Retrying one later could land under a new
+    /// membership (a rejoined KIP-848 member can be given its old epoch number back
+    /// while the group's target assignment waits for its interval) and move an offset
+    /// back below what the partition's next owner committed (a possible cause of
+    /// the backward commit `sim_adapters_groups` saw once in about 60 runs).
+    fn report_all_lost(&mut self, cx: &mut OpContext<'_>) {
         let all = self.assigned();
         if !all.is_empty() {
             self.events
                 .push_back(GroupEvent::Lost(all.into_iter().collect()));
         }
+        self.commits.abandon_with(cx, &CommitError::MembershipLost);
+        self.take_commit_results();
     }
 
     fn on_member_events(&mut self, cx: &mut OpContext<'_>) {
@@ -327,7 +336,7 @@ impl GroupConsumer {
         for e in events {
             match e {
                 MemberEvent::Revoke { lost: true } => {
-                    self.report_all_lost();
+                    self.report_all_lost(cx);
                     self.give_up_all(cx);
                 }
                 MemberEvent::Revoke { lost: false } => {
@@ -366,7 +375,7 @@ impl GroupConsumer {
                     // The partitions go with the membership (Java calls
                     // `onPartitionsLost` on a fatal error): `Lost`, then `Failed`.
                     self.failed = true;
-                    self.report_all_lost();
+                    self.report_all_lost(cx);
                     self.events.push_back(GroupEvent::Failed(e));
                     self.give_up_all(cx);
                 }

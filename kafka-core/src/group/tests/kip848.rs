@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::World;
-use crate::group::GroupEvent;
+use super::{World, TOPIC};
+use crate::group::{CommitError, GroupEvent};
 use crate::protocol::{ApiKey, KafkaCode};
 
 const S: Duration = Duration::from_secs(1);
@@ -126,4 +126,54 @@ fn a_kip848_member_rides_out_a_coordinator_move_and_a_loading_coordinator() {
         .events
         .iter()
         .any(|e| matches!(e, GroupEvent::Revoked(_) | GroupEvent::Lost(_))));
+}
+
+#[test]
+fn a_commit_still_retried_when_the_member_is_fenced_ends_and_is_never_sent_again() {
+    // a's commit keeps meeting a loading coordinator; meanwhile a is fenced. The commit
+    // belongs to the membership that ended: it must end (MembershipLost) rather than be
+    // retried under the old epoch after a rejoined. A coordinator can give a rejoined
+    // member its old epoch number back (the target assignment waits for its interval),
+    // and the stale offsets would then be accepted over the next owner's.
+    let mut w = World::new(2, 50);
+    let a = w.add(&[KIP848, ("enable.auto.commit", "false")]);
+    w.run_until(10 * S, |w| w.owned(a).len() == 2 && w.log.len() == 100);
+    let member = w.coordinator848.members.keys().next().unwrap().clone();
+    let epoch = w.coordinator848.members[&member].epoch;
+    w.faults.insert(
+        ApiKey::OffsetCommit,
+        vec![KafkaCode::COORDINATOR_LOAD_IN_PROGRESS; 1000],
+    );
+    let id = w.nodes[a].id;
+    let commit = w.nodes[a]
+        .client
+        .command(w.now, id, |g, cx| g.commit(cx, [((TOPIC.into(), 0), 7)]))
+        .unwrap();
+    w.run(Duration::from_millis(500));
+    let tries_before_fence = w.commit_requests.len();
+    assert!(tries_before_fence >= 2, "the commit is being retried");
+    assert!(w.commit_requests.iter().all(|&(n, e)| n == a && e == epoch));
+
+    w.coordinator848.fence(&member);
+    w.run_until(10 * S, |w| {
+        w.nodes[a]
+            .events
+            .iter()
+            .any(|e| matches!(e, GroupEvent::Lost(_)))
+    });
+    let sent_until_lost = w.commit_requests.len();
+    w.run_until(10 * S, |w| w.owned(a).len() == 2);
+    w.run(3 * S);
+    assert_eq!(
+        w.commit_requests.len(),
+        sent_until_lost,
+        "an OffsetCommit was sent after the membership was lost: {:?}",
+        w.commit_requests
+    );
+    let result = w.nodes[a].events.iter().find_map(|e| match e {
+        GroupEvent::Committed { id, result } if *id == commit => Some(result.clone()),
+        _ => None,
+    });
+    assert_eq!(result, Some(Err(CommitError::MembershipLost)));
+    assert!(w.coordinator.offsets.is_empty(), "nothing was committed");
 }

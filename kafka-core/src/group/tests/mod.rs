@@ -33,6 +33,7 @@ use crate::protocol::messages::metadata::response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use crate::protocol::messages::metadata::MetadataResponse;
+use crate::protocol::messages::offset_commit::OffsetCommitRequest;
 use crate::protocol::messages::sync_group::SyncGroupResponse;
 use crate::protocol::{ApiKey, KafkaCode, Message, Uuid};
 use crate::record::{BatchBuilder, BatchOptions};
@@ -85,6 +86,9 @@ pub(super) struct World {
     /// Heartbeats of these nodes are read and never answered (a coordinator that stopped
     /// answering them, its connection left open).
     pub(super) unanswered_heartbeats: BTreeSet<usize>,
+    /// Every OffsetCommit request: the node, and the generation or member epoch it
+    /// carried.
+    pub(super) commit_requests: Vec<(usize, i32)>,
 }
 
 impl World {
@@ -126,6 +130,7 @@ impl World {
             coordinator_lookups: 0,
             net: None,
             unanswered_heartbeats: BTreeSet::new(),
+            commit_requests: Vec::new(),
         }
     }
 
@@ -405,14 +410,36 @@ impl World {
                 let r = self.coordinator.leave(now, &seen.decode());
                 self.reply(i, conn, &seen, &r);
             }
+            ApiKey::OffsetCommit
+                if self
+                    .faults
+                    .get(&ApiKey::OffsetCommit)
+                    .is_some_and(|f| !f.is_empty()) =>
+            {
+                let req: OffsetCommitRequest = seen.decode();
+                self.commit_requests
+                    .push((i, req.generation_id_or_member_epoch));
+                let code = self
+                    .faults
+                    .get_mut(&ApiKey::OffsetCommit)
+                    .expect("fault")
+                    .remove(0);
+                let r = self.coordinator.respond_commit(&req, code);
+                self.reply(i, conn, &seen, &r);
+            }
             ApiKey::OffsetCommit if seen.version() >= 9 => {
-                let req = seen.decode();
+                let req: OffsetCommitRequest = seen.decode();
+                self.commit_requests
+                    .push((i, req.generation_id_or_member_epoch));
                 let code = self.coordinator848.check_commit(&req);
                 let r = self.coordinator.respond_commit(&req, code);
                 self.reply(i, conn, &seen, &r);
             }
             ApiKey::OffsetCommit => {
-                let r = self.coordinator.commit(now, &seen.decode());
+                let req: OffsetCommitRequest = seen.decode();
+                self.commit_requests
+                    .push((i, req.generation_id_or_member_epoch));
+                let r = self.coordinator.commit(now, &req);
                 self.reply(i, conn, &seen, &r);
             }
             ApiKey::ConsumerGroupHeartbeat
