@@ -303,14 +303,12 @@ pub fn inject(
                 proxy.clear();
                 note(&mut done, format!("end {chaos}"));
             }
-            Chaos::BlackHole { node, lasting } => {
-                proxy.set_for(*node, Fault::BlackHole);
-                sleep(*lasting);
-                proxy.clear_for(*node);
-                note(&mut done, format!("end {chaos}"));
-            }
-            Chaos::HalfOpen { node, lasting } => {
-                proxy.set_for(*node, Fault::HalfOpen);
+            Chaos::BlackHole { node, lasting } | Chaos::HalfOpen { node, lasting } => {
+                let fault = match chaos {
+                    Chaos::HalfOpen { .. } => Fault::HalfOpen,
+                    _ => Fault::BlackHole,
+                };
+                proxy.set_for(*node, fault);
                 sleep(*lasting);
                 proxy.clear_for(*node);
                 note(&mut done, format!("end {chaos}"));

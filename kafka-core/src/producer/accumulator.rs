@@ -201,7 +201,7 @@ impl Topics {
         }
     }
 
-    /// Every entry, with its name.
+    /// Every entry.
     pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut TopicEntry> {
         self.entries.iter_mut()
     }

@@ -312,10 +312,9 @@ impl GroupConsumer {
         all
     }
 
-    /// `Lost` of everything assigned (partitions being revoked too: their revocation
-    /// became a loss), unless nothing is.
-    /// The membership is gone (fenced, expired, failed): every partition is reported
-    /// `Lost`, and commits still waiting for an answer end with
+    /// The membership is gone (fenced, expired, failed): `Lost` of everything assigned
+    /// (partitions being revoked too: their revocation became a loss), unless nothing
+    /// is, and commits still waiting for an answer end with
     /// [`CommitError::MembershipLost`]. Retrying one later could land under a new
     /// membership (a rejoined KIP-848 member can be given its old epoch number back
     /// while the group's target assignment waits for its interval) and move an offset

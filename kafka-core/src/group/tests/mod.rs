@@ -410,36 +410,23 @@ impl World {
                 let r = self.coordinator.leave(now, &seen.decode());
                 self.reply(i, conn, &seen, &r);
             }
-            ApiKey::OffsetCommit
-                if self
-                    .faults
-                    .get(&ApiKey::OffsetCommit)
-                    .is_some_and(|f| !f.is_empty()) =>
-            {
-                let req: OffsetCommitRequest = seen.decode();
-                self.commit_requests
-                    .push((i, req.generation_id_or_member_epoch));
-                let code = self
-                    .faults
-                    .get_mut(&ApiKey::OffsetCommit)
-                    .expect("fault")
-                    .remove(0);
-                let r = self.coordinator.respond_commit(&req, code);
-                self.reply(i, conn, &seen, &r);
-            }
-            ApiKey::OffsetCommit if seen.version() >= 9 => {
-                let req: OffsetCommitRequest = seen.decode();
-                self.commit_requests
-                    .push((i, req.generation_id_or_member_epoch));
-                let code = self.coordinator848.check_commit(&req);
-                let r = self.coordinator.respond_commit(&req, code);
-                self.reply(i, conn, &seen, &r);
-            }
             ApiKey::OffsetCommit => {
                 let req: OffsetCommitRequest = seen.decode();
                 self.commit_requests
                     .push((i, req.generation_id_or_member_epoch));
-                let r = self.coordinator.commit(now, &req);
+                let fault = self
+                    .faults
+                    .get_mut(&ApiKey::OffsetCommit)
+                    .filter(|f| !f.is_empty())
+                    .map(|f| f.remove(0));
+                let r = match fault {
+                    Some(code) => self.coordinator.respond_commit(&req, code),
+                    None if seen.version() >= 9 => {
+                        let code = self.coordinator848.check_commit(&req);
+                        self.coordinator.respond_commit(&req, code)
+                    }
+                    None => self.coordinator.commit(now, &req),
+                };
                 self.reply(i, conn, &seen, &r);
             }
             ApiKey::ConsumerGroupHeartbeat
